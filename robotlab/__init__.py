@@ -1,0 +1,3 @@
+"""RobotLab for Python: LLM robots, networks of robots, tools, MCP and memory."""
+
+from __future__ import annotations

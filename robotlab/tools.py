@@ -1,0 +1,395 @@
+"""Tools a robot can call: ``@tool`` functions, ``Tool`` subclasses and ``Tool.create``.
+
+A tool has a ``name``, a ``description`` and a JSON-schema ``parameters`` object. Calling it
+validates the model's arguments against that schema; every failure (bad JSON, a missing
+argument, an exception inside the tool) comes back to the model as the text
+``"Error (<name>): <message>"`` so the run goes on and the model can correct itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import re
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO, get_type_hints, overload
+
+import pydantic
+
+from .errors import ToolError
+
+if TYPE_CHECKING:
+    from .robot import Robot
+
+__all__ = ["AskUser", "FunctionTool", "Tool", "tool"]
+
+logger = logging.getLogger("robotlab")
+
+Handler = Callable[..., Any]
+
+
+def _snake_case(name: str) -> str:
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+    return name.lower()
+
+
+def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its summary and its ``Args:`` descriptions."""
+    if not doc:
+        return "", {}
+    text = inspect.cleandoc(doc)
+    summary_lines: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    indent: int | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        header = stripped.rstrip(":").lower()
+        if stripped.endswith(":") and header in {"args", "arguments", "parameters", "params"}:
+            section, current = "args", None
+            continue
+        if stripped.endswith(":") and header in {"returns", "return", "raises", "yields", "examples", "example"}:
+            section, current = "other", None
+            continue
+        if section is None:
+            summary_lines.append(line)
+        elif section == "args" and stripped:
+            match = re.match(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
+            depth = len(line) - len(line.lstrip())
+            if match and (indent is None or depth <= indent):
+                indent = depth
+                current = match.group(1).lstrip("*")
+                params[current] = match.group(2).strip()
+            elif current:
+                params[current] = (params[current] + " " + stripped).strip()
+    return "\n".join(summary_lines).strip(), params
+
+
+def _signature_model(fn: Callable[..., Any], name: str, descriptions: dict[str, str]) -> type[pydantic.BaseModel]:
+    """Build a pydantic model of ``fn``'s keyword parameters (``self`` and ``*args`` excluded)."""
+    try:
+        hints = get_type_hints(fn)
+    except Exception:  # unresolvable annotations: fall back to the raw ones
+        hints = dict(getattr(fn, "__annotations__", {}))
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.name in {"self", "cls"} or param.kind in {param.VAR_POSITIONAL, param.VAR_KEYWORD}:
+            continue
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, pydantic.Field(default, description=descriptions.get(param.name)))
+    model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name) if part) or "Tool"
+    return pydantic.create_model(model_name + "Arguments", **fields)
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's ``title`` noise so the schema the model sees stays small."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    cleaned = strip(schema)
+    cleaned.setdefault("type", "object")
+    cleaned.setdefault("properties", {})
+    return cleaned
+
+
+def _format_validation_error(error: pydantic.ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item.get("loc", ())) or "arguments"
+        parts.append(f"{where}: {item.get('msg', 'invalid')}")
+    return "invalid arguments: " + "; ".join(parts)
+
+
+class Tool:
+    """Base class of every tool.
+
+    Subclass it and implement :meth:`execute`; its keyword parameters and their type hints
+    become the JSON schema the model sees, unless the class sets ``parameters`` itself::
+
+        class GetWeather(robotlab.Tool):
+            description = "Current weather for a location."
+
+            def execute(self, location: str) -> dict:
+                return {"location": location, "temp_c": 21}
+
+    ``name`` defaults to the class name in snake_case (``get_weather``). Set
+    ``raise_on_error = True`` on a class to let exceptions propagate instead of being
+    returned to the model; like RobotLab's flag it is not inherited by subclasses.
+    """
+
+    name: str = ""
+    description: str = ""
+    parameters: dict[str, Any] | None = None
+    raise_on_error: ClassVar[bool] = False
+    mcp: str | None = None
+
+    _arguments_model: ClassVar[type[pydantic.BaseModel] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "raise_on_error" not in cls.__dict__:
+            cls.raise_on_error = False
+        if not cls.__dict__.get("name"):
+            cls.name = _snake_case(cls.__name__)
+        if "execute" in cls.__dict__ and cls.__dict__.get("parameters") is None:
+            summary, descriptions = _docstring_parts(cls.__dict__["execute"].__doc__)
+            cls._arguments_model = _signature_model(cls.__dict__["execute"], cls.name, descriptions)
+            if not cls.__dict__.get("description"):
+                cls.description = summary or inspect.cleandoc(cls.__doc__ or "")
+
+    def __init__(self, *, robot: Robot | None = None) -> None:
+        self.robot = robot
+
+    # -- what the model sees -------------------------------------------------------------
+    @property
+    def params_schema(self) -> dict[str, Any]:
+        """The JSON schema of the tool's arguments."""
+        if self.parameters is not None:
+            return _clean_schema(dict(self.parameters))
+        if self._arguments_model is not None:
+            return _clean_schema(self._arguments_model.model_json_schema())
+        return {"type": "object", "properties": {}}
+
+    def to_json_schema(self) -> dict[str, Any]:
+        """The tool in the OpenAI function-calling format that litellm sends to every provider."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.params_schema},
+        }
+
+    @property
+    def is_mcp(self) -> bool:
+        """Whether the tool was discovered on an MCP server."""
+        return self.mcp is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``name``, ``description`` and ``mcp``, unset values omitted."""
+        data = {"name": self.name, "description": self.description or None, "mcp": self.mcp}
+        return {k: v for k, v in data.items() if v is not None}
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as JSON."""
+        return json.dumps(self.to_dict())
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    # -- running -------------------------------------------------------------------------
+    def execute(self, **kwargs: Any) -> Any:
+        """Do the tool's work. Override in subclasses; may be ``async def``."""
+        raise NotImplementedError(f"{type(self).__name__}.execute is not implemented")
+
+    def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Check the model's arguments against the schema and return the keyword arguments to pass.
+
+        Raises :class:`ToolError` with a message the model can act on.
+        """
+        if not isinstance(arguments, Mapping):
+            raise ToolError(f"arguments must be a JSON object, got {type(arguments).__name__}")
+        if self._arguments_model is not None and self.parameters is None:
+            try:
+                model = self._arguments_model.model_validate(dict(arguments))
+            except pydantic.ValidationError as exc:
+                raise ToolError(_format_validation_error(exc)) from None
+            return {name: getattr(model, name) for name in type(model).model_fields}
+        schema = self.params_schema
+        missing = [key for key in schema.get("required", []) if key not in arguments]
+        if missing:
+            raise ToolError("invalid arguments: missing required " + ", ".join(missing))
+        return dict(arguments)
+
+    async def _invoke(self, kwargs: dict[str, Any]) -> Any:
+        if inspect.iscoroutinefunction(self.execute):
+            return await self.execute(**kwargs)
+        result = await asyncio.to_thread(self.execute, **kwargs)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    def error_text(self, error: BaseException) -> str:
+        """The text returned to the model when the tool fails."""
+        text = f"Error ({self.name}): {error}"
+        if isinstance(error, ToolError) and error.retryable:
+            text += " (retryable)"
+        return text
+
+    async def acall(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+        """Validate ``arguments`` (a dict or the model's JSON text) and run the tool.
+
+        A failure is returned as ``"Error (<name>): <message>"`` unless the class sets
+        ``raise_on_error``.
+        """
+        try:
+            if arguments is None or arguments == "":
+                arguments = {}
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except json.JSONDecodeError as exc:
+                    raise ToolError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})") from None
+            kwargs = self.validate_arguments(arguments)  # type: ignore[arg-type]
+            return await self._invoke(kwargs)
+        except ToolError as exc:
+            if type(self).raise_on_error:
+                raise
+            return self.error_text(exc)
+        except Exception as exc:
+            if type(self).raise_on_error:
+                raise
+            logger.warning("Tool '%s' error: %s: %s", self.name, type(exc).__name__, exc)
+            return self.error_text(exc)
+
+    def call(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+        """Synchronous :meth:`acall`."""
+        from ._runtime import run_sync
+
+        return run_sync(self.acall(arguments))
+
+    # -- building ------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        *,
+        name: str,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        handler: Handler | None = None,
+        mcp: str | None = None,
+        robot: Robot | None = None,
+    ) -> Tool:
+        """Build a tool from a name, a JSON schema and a handler that receives the arguments dict.
+
+        ``parameters`` is a JSON schema object (``{"type": "object", "properties": {...},
+        "required": [...]}``); a bare mapping of properties is accepted too.
+        """
+        schema: dict[str, Any] = dict(parameters or {})
+        if schema and "properties" not in schema and schema.get("type") != "object":
+            schema = {"type": "object", "properties": schema}
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        return _CreatedTool(name=name, description=description or "", parameters=schema, handler=handler,
+                            mcp=mcp, robot=robot)
+
+
+class _CreatedTool(Tool):
+    """A tool made by :meth:`Tool.create`."""
+
+    def __init__(self, *, name: str, description: str, parameters: dict[str, Any], handler: Handler | None,
+                 mcp: str | None, robot: Robot | None) -> None:
+        super().__init__(robot=robot)
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.mcp = mcp
+        self._handler = handler
+
+    async def _invoke(self, kwargs: dict[str, Any]) -> Any:
+        if self._handler is None:
+            raise ToolError("tool has no handler")
+        if inspect.iscoroutinefunction(self._handler):
+            return await self._handler(kwargs)
+        result = await asyncio.to_thread(self._handler, kwargs)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+
+class FunctionTool(Tool):
+    """A tool made from a typed Python function by :func:`tool`."""
+
+    def __init__(self, fn: Callable[..., Any | Awaitable[Any]], *, name: str | None = None,
+                 description: str | None = None, robot: Robot | None = None) -> None:
+        super().__init__(robot=robot)
+        self.fn = fn
+        self.name = name or fn.__name__
+        summary, descriptions = _docstring_parts(fn.__doc__)
+        self.description = description if description is not None else summary
+        self._arguments_model = _signature_model(fn, self.name, descriptions)  # type: ignore[misc]
+
+    async def _invoke(self, kwargs: dict[str, Any]) -> Any:
+        if inspect.iscoroutinefunction(self.fn):
+            return await self.fn(**kwargs)
+        result = await asyncio.to_thread(self.fn, **kwargs)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the wrapped function directly, as if it were not a tool."""
+        return self.fn(*args, **kwargs)
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Turn a typed function (sync or ``async``) into a :class:`Tool`.
+
+    The schema comes from the type hints; the description and the per-argument
+    descriptions from the docstring (Google style ``Args:``)::
+
+        @robotlab.tool
+        def get_weather(location: str, unit: Literal["c", "f"] = "c") -> dict:
+            '''Current weather for a location.
+
+            Args:
+                location: City name, e.g. "Paris".
+            '''
+    """
+    if fn is not None:
+        return FunctionTool(fn, name=name, description=description)
+    return lambda f: FunctionTool(f, name=name, description=description)
+
+
+class AskUser(Tool):
+    """Lets the model ask the person a question (RobotLab's ``AskUser``, LLM name ``robot_lab--ask_user``).
+
+    It writes to ``robot.output`` and reads from ``robot.input`` (stdout and stdin by default).
+    """
+
+    name = "robot_lab--ask_user"
+    description = "Ask the user a question and wait for their answer. Offer choices when there are a few."
+    parameters: ClassVar[dict[str, Any]] = {  # type: ignore[misc]
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "description": "The question to ask"},
+            "choices": {"type": "array", "items": {"type": "string"}, "description": "Optional answers to pick from"},
+            "default": {"type": "string", "description": "Answer used when the user just presses Enter"},
+        },
+        "required": ["question"],
+    }
+
+    def _streams(self) -> tuple[TextIO, TextIO]:
+        robot = self.robot
+        reader = getattr(robot, "input", None) or sys.stdin
+        writer = getattr(robot, "output", None) or sys.stdout
+        return reader, writer
+
+    def execute(self, question: str, choices: list[str] | None = None, default: str | None = None) -> str:
+        """Print the question, read one line, and map a number to the matching choice."""
+        reader, writer = self._streams()
+        who = getattr(self.robot, "name", None) or "Robot"
+        writer.write(f"\n[{who}] {question}\n")
+        for index, choice in enumerate(choices or [], start=1):
+            writer.write(f"  {index}. {choice}\n")
+        writer.write(f"> [{default}] " if default else "> ")
+        writer.flush()
+        answer = (reader.readline() or "").rstrip("\n")
+        if not answer and default:
+            return default
+        if choices and answer.isdigit() and 1 <= int(answer) <= len(choices):
+            return choices[int(answer) - 1]
+        return answer
