@@ -1,0 +1,135 @@
+"""Streaming: the events a run emits, and the chunks ``on_content`` receives.
+
+Every :class:`Event` has a ``kind`` (RobotLab's ``Streaming::Events`` names), the ``run_id``,
+a ``seq`` that grows by one per event of a run, a ``ts`` (Unix seconds) and a ``data``
+payload. ``event.to_dict()`` is the JSON that crosses process boundaries and websockets.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "ALL_EVENTS",
+    "DELTA_EVENTS",
+    "LIFECYCLE_EVENTS",
+    "Chunk",
+    "Event",
+    "EventEmitter",
+    "SequenceCounter",
+    "is_delta",
+    "is_lifecycle",
+    "is_valid",
+]
+
+RUN_STARTED = "run.started"
+RUN_COMPLETED = "run.completed"
+RUN_FAILED = "run.failed"
+TEXT_DELTA = "text.delta"
+TOOL_CALL_STARTED = "tool_call.started"
+TOOL_CALL_COMPLETED = "tool_call.completed"
+USAGE_UPDATED = "usage.updated"
+HITL_REQUESTED = "hitl.requested"
+HITL_RESOLVED = "hitl.resolved"
+STREAM_ENDED = "stream.ended"
+
+#: Lifecycle events (RobotLab ``LIFECYCLE_EVENTS`` plus the tool-call pair this port emits).
+LIFECYCLE_EVENTS: tuple[str, ...] = (
+    RUN_STARTED, RUN_COMPLETED, RUN_FAILED, "run.interrupted", "step.started", "step.completed", "step.failed",
+    "part.created", "part.completed", "part.failed", TOOL_CALL_STARTED, TOOL_CALL_COMPLETED,
+)
+#: Delta events, which carry a piece of something growing.
+DELTA_EVENTS: tuple[str, ...] = (
+    TEXT_DELTA, "tool_call.arguments.delta", "tool_call.output.delta", "reasoning.delta", "data.delta",
+)
+#: Every event kind.
+ALL_EVENTS: tuple[str, ...] = (
+    *LIFECYCLE_EVENTS, *DELTA_EVENTS, HITL_REQUESTED, HITL_RESOLVED, USAGE_UPDATED, "metadata.updated", STREAM_ENDED,
+)
+
+
+def is_lifecycle(kind: str) -> bool:
+    """Whether ``kind`` is a lifecycle event."""
+    return kind in LIFECYCLE_EVENTS
+
+
+def is_delta(kind: str) -> bool:
+    """Whether ``kind`` is a delta event."""
+    return kind in DELTA_EVENTS
+
+
+def is_valid(kind: str) -> bool:
+    """Whether ``kind`` is a known event kind."""
+    return kind in ALL_EVENTS
+
+
+class SequenceCounter:
+    """A thread-safe monotonic counter."""
+
+    def __init__(self, start: int = 0) -> None:
+        self._value = start
+        self._lock = threading.Lock()
+
+    def next(self) -> int:
+        """Increment and return the new value."""
+        with self._lock:
+            self._value += 1
+            return self._value
+
+    @property
+    def current(self) -> int:
+        """The value, without incrementing."""
+        return self._value
+
+    def reset(self, value: int = 0) -> int:
+        """Set the counter to ``value``."""
+        with self._lock:
+            self._value = value
+            return value
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One streaming event of a run."""
+
+    kind: str
+    run_id: str
+    seq: int
+    ts: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"kind", "run_id", "seq", "ts", **data}``: the JSON sent over the wire."""
+        return {"kind": self.kind, "run_id": self.run_id, "seq": self.seq, "ts": self.ts, **self.data}
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A piece of streamed model text, as given to ``on_content`` callbacks."""
+
+    content: str
+    thinking: str | None = None
+
+    def __str__(self) -> str:
+        return self.content
+
+
+class EventEmitter:
+    """Builds a run's events with a shared ``seq`` and hands each one to a sink."""
+
+    def __init__(self, sink: Any, run_id: str | None = None, counter: SequenceCounter | None = None) -> None:
+        self.sink = sink
+        self.run_id = run_id or uuid.uuid4().hex
+        self.counter = counter or SequenceCounter()
+        self._clock = itertools.count()
+
+    def emit(self, kind: str, **data: Any) -> Event:
+        """Create the next event and pass it to the sink."""
+        event = Event(kind=kind, run_id=self.run_id, seq=self.counter.next(), ts=time.time(), data=data)
+        self.sink(event)
+        return event
