@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import robotlab.config as config_module
+from robotlab.config import Config, configure, get_config, reload_config
+from robotlab.errors import ConfigurationError
+
+KEY_VARIABLES = list(config_module.PROVIDER_KEY_VARIABLES.values())
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in [*KEY_VARIABLES, "ROBOT_LAB_MODEL", "ROBOT_LAB_ENV", "ROBOT_LAB_LLM__PROVIDER"]:
+        monkeypatch.delenv(name, raising=False)
+    reload_config()
+    yield tmp_path
+    monkeypatch.undo()
+    reload_config()
+
+
+def test_defaults() -> None:
+    config = get_config()
+    assert config.model is None
+    assert config.tools == "none"
+    assert config.mcp == "none"
+    assert config.llm.request_timeout == 120.0
+    assert config.llm.max_retries == 3
+    assert config.environment == "development"
+    assert config.is_development and not config.is_production
+
+
+def test_env_prefix_and_nesting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROBOT_LAB_MODEL", "openai/gpt-4o-mini")
+    monkeypatch.setenv("ROBOT_LAB_LLM__REQUEST_TIMEOUT", "30")
+    config = reload_config()
+    assert config.model == "openai/gpt-4o-mini"
+    assert config.llm.request_timeout == 30.0
+
+
+def test_files_layered_user_then_project_then_env(isolated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    user = isolated / "xdg" / "robotlab" / "robotlab.yml"
+    user.parent.mkdir(parents=True)
+    user.write_text("model: user/model\ntemplate_path: user_prompts\n")
+    assert reload_config().model == "user/model"
+    project = isolated / "config" / "robotlab.yml"
+    project.parent.mkdir()
+    project.write_text("defaults:\n  model: project/default\ntest:\n  model: project/test\n")
+    config = reload_config()
+    assert config.model == "project/default"
+    assert config.template_path == "user_prompts"
+    monkeypatch.setenv("ROBOT_LAB_ENV", "test")
+    assert reload_config().model == "project/test"
+    monkeypatch.setenv("ROBOT_LAB_MODEL", "env/model")
+    assert reload_config().model == "env/model"
+
+
+def test_invalid_yaml_file_is_a_configuration_error(isolated: Path) -> None:
+    project = isolated / "config" / "robotlab.yml"
+    project.parent.mkdir()
+    project.write_text("model: [unclosed\n")
+    with pytest.raises(ConfigurationError, match="Invalid YAML in"):
+        reload_config()
+    project.write_text("- a list\n")
+    with pytest.raises(ConfigurationError, match="must hold a mapping"):
+        reload_config()
+
+
+def test_provider_key_fallback_picks_default_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = get_config()
+    assert config.default_model() is None
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert config.default_model() == "openai/gpt-4o-mini"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant")
+    assert config.default_model().startswith("anthropic/")
+    configure(llm={"provider": "openai"})
+    assert config.default_model() == "openai/gpt-4o-mini"
+
+
+def test_require_model_names_what_to_set() -> None:
+    with pytest.raises(ConfigurationError, match="ROBOT_LAB_MODEL") as info:
+        get_config().require_model()
+    assert "OPENAI_API_KEY" in str(info.value)
+
+
+def test_configure_overrides_and_rejects_unknown_names() -> None:
+    configure(model="x/y", llm={"api_base": "http://127.0.0.1:9/v1"})
+    assert get_config().model == "x/y"
+    assert get_config().llm.api_base == "http://127.0.0.1:9/v1"
+    assert get_config().llm.request_timeout == 120.0
+    with pytest.raises(ConfigurationError, match="Unknown setting\\(s\\): modle"):
+        configure(modle="x")
+
+
+def test_module_attribute_access_reads_current_config() -> None:
+    configure(model="a/b")
+    assert config_module.model == "a/b"
+    assert isinstance(get_config(), Config)

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import threading
+
+from robotlab.streaming import (
+    ALL_EVENTS,
+    Event,
+    EventEmitter,
+    SequenceCounter,
+    is_delta,
+    is_lifecycle,
+    is_valid,
+)
+
+
+def test_sequence_counter_is_thread_safe() -> None:
+    counter = SequenceCounter()
+    threads = [threading.Thread(target=lambda: [counter.next() for _ in range(1000)]) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert counter.current == 4000
+    assert counter.reset(5) == 5
+    assert counter.next() == 6
+
+
+def test_event_kinds() -> None:
+    for kind in ("run.started", "text.delta", "tool_call.started", "tool_call.completed", "usage.updated",
+                 "hitl.requested", "hitl.resolved", "run.completed", "run.failed", "stream.ended"):
+        assert is_valid(kind)
+    assert is_delta("text.delta") and not is_lifecycle("text.delta")
+    assert is_lifecycle("run.started")
+    assert not is_valid("nope")
+    assert len(set(ALL_EVENTS)) == len(ALL_EVENTS)
+
+
+def test_emitter_numbers_events_and_to_dict_flattens() -> None:
+    seen: list[Event] = []
+    emitter = EventEmitter(seen.append, run_id="r1")
+    emitter.emit("run.started", robot="x")
+    emitter.emit("text.delta", text="hi")
+    assert [e.seq for e in seen] == [1, 2]
+    assert seen[1].to_dict() == {"kind": "text.delta", "run_id": "r1", "seq": 2, "ts": seen[1].ts, "text": "hi"}
