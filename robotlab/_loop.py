@@ -104,8 +104,9 @@ class RunState:
         llm = robot.llm
         response = LLMResponse()
         while True:
-            request = LLMRequest(model=self.model, messages=robot._request_messages(), tools=schemas,
-                                 params=self.params)
+            request = LLMRequest(
+                model=self.model, messages=robot._request_messages(), tools=schemas, params=self.params
+            )
             response = await llm.complete(request, on_text=self._on_text if self.streams else None)
             self._account(response)
             messages.append(response.to_message())
@@ -119,8 +120,14 @@ class RunState:
                         f"max_tool_rounds ({self.max_tool_rounds})"
                     )
                     for pending in response.tool_calls[index:]:
-                        messages.append({"role": "tool", "tool_call_id": pending.id, "name": pending.name,
-                                         "content": f"Error: {error}"})
+                        messages.append(
+                            {
+                                "role": "tool",
+                                "tool_call_id": pending.id,
+                                "name": pending.name,
+                                "content": f"Error: {error}",
+                            }
+                        )
                     raise error
                 await self._call_tool(call, by_name, detector)
         return self._result(response, time.monotonic() - started)
@@ -132,8 +139,9 @@ class RunState:
         self.cost += response.cost
         robot.total_input_tokens += response.input_tokens
         robot.total_output_tokens += response.output_tokens
-        self._emit(streaming.USAGE_UPDATED, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
-                   cost=self.cost)
+        self._emit(
+            streaming.USAGE_UPDATED, input_tokens=self.input_tokens, output_tokens=self.output_tokens, cost=self.cost
+        )
         robot._check_budgets(self.cost)
 
     async def _call_tool(self, call: ToolCallRequest, by_name: dict[str, Tool], detector: DoomLoopDetector) -> None:
@@ -163,17 +171,19 @@ class RunState:
         is_error = isinstance(value, str) and value.startswith(f"Error ({call.name}):")
         self._emit(streaming.TOOL_CALL_COMPLETED, id=call.id, name=call.name, result=text, is_error=is_error)
         robot._messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": text})
-        self.tool_results.append(ToolResultMessage(
-            tool=ToolMessage(id=call.id, name=call.name, input=arguments if isinstance(arguments, dict) else {}),
-            content={"error": text} if is_error else {"data": value},
-        ))
+        self.tool_results.append(
+            ToolResultMessage(
+                tool=ToolMessage(id=call.id, name=call.name, input=arguments if isinstance(arguments, dict) else {}),
+                content={"error": text} if is_error else {"data": value},
+            )
+        )
 
     def _reply_text(self, response: LLMResponse) -> str | None:
         if response.content:
             return response.content
         if response.thinking:
             return response.thinking
-        for message in reversed(self.robot._messages[self.history_start:]):
+        for message in reversed(self.robot._messages[self.history_start :]):
             if message.get("role") == "user":
                 break
             if message.get("role") == "assistant" and isinstance(message.get("content"), str) and message["content"]:
@@ -185,9 +195,15 @@ class RunState:
         stop = "stop" if response.finish_reason in (None, "stop") else None
         output = [TextMessage(role="assistant", content=text, stop_reason=stop)] if text is not None else []
         return RobotResult(
-            robot_name=self.robot.name, output=output, tool_calls=self.tool_results,
-            stop_reason=response.finish_reason, input_tokens=self.input_tokens, output_tokens=self.output_tokens,
-            cost=self.cost, model=response.model or self.model, duration=duration,
+            robot_name=self.robot.name,
+            output=output,
+            tool_calls=self.tool_results,
+            stop_reason=response.finish_reason,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cost=self.cost,
+            model=response.model or self.model,
+            duration=duration,
         )
 
 

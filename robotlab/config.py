@@ -128,8 +128,9 @@ class LLMSettings(BaseModel):
 class Config(BaseSettings):
     """RobotLab's settings. Every field can come from a file or a ``ROBOT_LAB_`` variable."""
 
-    model_config = SettingsConfigDict(env_prefix="ROBOT_LAB_", env_nested_delimiter="__", extra="ignore",
-                                      validate_assignment=True)
+    model_config = SettingsConfigDict(
+        env_prefix="ROBOT_LAB_", env_nested_delimiter="__", extra="ignore", validate_assignment=True
+    )
 
     model: str | None = None
     """Default model for robots that set none (litellm's names: ``openai/gpt-4o-mini``)."""
@@ -149,13 +150,21 @@ class Config(BaseSettings):
     """Redis for shared memory; ``REDIS_URL`` is used when unset."""
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-                                   env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
-                                   file_secret_settings: PydanticBaseSettingsSource,
-                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Priority: init > env > project file > user file."""
-        return (init_settings, env_settings, _YamlSource(settings_cls, project_config_path()),
-                _YamlSource(settings_cls, user_config_path()))
+        return (
+            init_settings,
+            env_settings,
+            _YamlSource(settings_cls, project_config_path()),
+            _YamlSource(settings_cls, user_config_path()),
+        )
 
     @property
     def environment(self) -> str:

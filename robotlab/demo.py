@@ -18,8 +18,35 @@ from .llm import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 __all__ = ["DemoLLM"]
 
 _ARITHMETIC = re.compile(r"(-?\d+(?:\.\d+)?(?:\s*[-+*/]\s*-?\d+(?:\.\d+)?)+)")
-_STOP = {"the", "a", "an", "is", "it", "what", "whats", "of", "to", "in", "for", "and", "me", "you", "please",
-         "get", "current", "tool", "tools", "use", "does", "do", "can", "i", "my", "your", "how"}
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "is",
+    "it",
+    "what",
+    "whats",
+    "of",
+    "to",
+    "in",
+    "for",
+    "and",
+    "me",
+    "you",
+    "please",
+    "get",
+    "current",
+    "tool",
+    "tools",
+    "use",
+    "does",
+    "do",
+    "can",
+    "i",
+    "my",
+    "your",
+    "how",
+}
 
 
 def _words(text: str) -> set[str]:
@@ -56,7 +83,7 @@ class DemoLLM:
             keys = _words(spec["name"].replace("_", " ")) | _words(spec.get("description", ""))
             if words & keys:
                 required = spec.get("parameters", {}).get("required", [])
-                arguments = {key: text for key in required}
+                arguments = dict.fromkeys(required, text)
                 return spec["name"], arguments
         return None
 
@@ -78,8 +105,10 @@ class DemoLLM:
             name, arguments = choice
             call = ToolCallRequest(id=f"demo_{self._calls}", name=name, arguments=json.dumps(arguments))
             return LLMResponse(tool_calls=[call], finish_reason="tool_calls")
-        reply = (f"This is the offline demo model (no LLM is configured). You said: {text.strip()!r}. "
-                 "Set ROBOT_LAB_MODEL and a provider key such as OPENAI_API_KEY to talk to a real model.")
+        reply = (
+            f"This is the offline demo model (no LLM is configured). You said: {text.strip()!r}. "
+            "Set ROBOT_LAB_MODEL and a provider key such as OPENAI_API_KEY to talk to a real model."
+        )
         return LLMResponse(content=reply, finish_reason="stop")
 
     async def complete(self, request: LLMRequest, *, on_text: TextCallback | None = None) -> LLMResponse:

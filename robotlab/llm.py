@@ -155,8 +155,13 @@ def _field(obj: Any, name: str, default: Any = None) -> Any:
 def _error_for(error: Exception, model: str | None) -> InferenceError:
     status = getattr(error, "status_code", None)
     text = str(getattr(error, "message", None) or error) or type(error).__name__
-    kind = {429: "rate limited", 401: "authentication failed", 403: "permission denied",
-            404: "model or endpoint not found", 408: "timed out"}.get(status or 0)
+    kind = {
+        429: "rate limited",
+        401: "authentication failed",
+        403: "permission denied",
+        404: "model or endpoint not found",
+        408: "timed out",
+    }.get(status or 0)
     if kind is None and isinstance(status, int) and status >= 500:
         kind = "provider error"
     head = f"LLM request to {model!r} failed"
@@ -181,8 +186,15 @@ class LLMClient:
         extra: Any other keyword passed to ``litellm.acompletion`` on every call.
     """
 
-    def __init__(self, *, api_base: str | None = None, api_key: str | None = None, timeout: float | None = None,
-                 num_retries: int | None = None, **extra: Any) -> None:
+    def __init__(
+        self,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        num_retries: int | None = None,
+        **extra: Any,
+    ) -> None:
         self.api_base = api_base
         self.api_key = api_key
         self.timeout = timeout
@@ -196,8 +208,12 @@ class LLMClient:
         kwargs: dict[str, Any] = {"model": request.model, "messages": request.messages, "max_retries": 0}
         if request.tools:
             kwargs["tools"] = request.tools
-        for name, value in (("api_base", self.api_base), ("api_key", self.api_key), ("timeout", self.timeout),
-                            ("num_retries", self.num_retries)):
+        for name, value in (
+            ("api_base", self.api_base),
+            ("api_key", self.api_key),
+            ("timeout", self.timeout),
+            ("num_retries", self.num_retries),
+        ):
             if value is not None:
                 kwargs[name] = value
         kwargs.update(self.extra)
@@ -207,7 +223,9 @@ class LLMClient:
     async def complete(self, request: LLMRequest, *, on_text: TextCallback | None = None) -> LLMResponse:
         """Send ``request`` through litellm; stream when ``on_text`` is given."""
         if not request.model:
-            raise ConfigurationError("No model set for this request: pass model= to robotlab.build or set ROBOT_LAB_MODEL")
+            raise ConfigurationError(
+                "No model set for this request: pass model= to robotlab.build or set ROBOT_LAB_MODEL"
+            )
         check_allow_real_requests(request.model, self.api_base)
         litellm = load_litellm()
         kwargs = self._kwargs(request)
@@ -228,8 +246,9 @@ class LLMClient:
     def _cost(model: str, input_tokens: int, output_tokens: int) -> float:
         litellm = load_litellm()
         try:
-            prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=input_tokens,
-                                                        completion_tokens=output_tokens)
+            prompt, completion = litellm.cost_per_token(
+                model=model, prompt_tokens=input_tokens, completion_tokens=output_tokens
+            )
             return float(prompt + completion)
         except Exception:  # unknown models have no price
             return 0.0
@@ -238,17 +257,24 @@ class LLMClient:
         choice = response.choices[0]
         message = choice.message
         calls = [
-            ToolCallRequest(id=call.id or f"call_{index}", name=call.function.name or "",
-                            arguments=call.function.arguments or "{}")
+            ToolCallRequest(
+                id=call.id or f"call_{index}", name=call.function.name or "", arguments=call.function.arguments or "{}"
+            )
             for index, call in enumerate(message.tool_calls or [])
         ]
         usage = _field(response, "usage")
         input_tokens = int(_field(usage, "prompt_tokens", 0) or 0)
         output_tokens = int(_field(usage, "completion_tokens", 0) or 0)
         return LLMResponse(
-            content=message.content, tool_calls=calls, input_tokens=input_tokens, output_tokens=output_tokens,
-            cost=self._cost(model, input_tokens, output_tokens), finish_reason=choice.finish_reason,
-            model=_field(response, "model") or model, thinking=_field(message, "reasoning_content"), raw=response,
+            content=message.content,
+            tool_calls=calls,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost=self._cost(model, input_tokens, output_tokens),
+            finish_reason=choice.finish_reason,
+            model=_field(response, "model") or model,
+            thinking=_field(message, "reasoning_content"),
+            raw=response,
         )
 
     async def _consume(self, stream: Any, model: str, on_text: TextCallback) -> LLMResponse:
@@ -274,22 +300,30 @@ class LLMClient:
                 if reasoning:
                     thinking.append(reasoning)
                 for call in _field(delta, "tool_calls") or ():
-                    slot = calls.setdefault(_field(call, "index", len(calls)) or 0, {"id": None, "name": "", "args": []})
+                    slot = calls.setdefault(
+                        _field(call, "index", len(calls)) or 0, {"id": None, "name": "", "args": []}
+                    )
                     slot["id"] = slot["id"] or _field(call, "id")
                     function = _field(call, "function")
                     slot["name"] += _field(function, "name") or ""
                     slot["args"].append(_field(function, "arguments") or "")
         tool_calls = [
-            ToolCallRequest(id=slot["id"] or f"call_{index}", name=slot["name"], arguments="".join(slot["args"]) or "{}")
+            ToolCallRequest(
+                id=slot["id"] or f"call_{index}", name=slot["name"], arguments="".join(slot["args"]) or "{}"
+            )
             for index, slot in sorted(calls.items())
         ]
         input_tokens = int(_field(usage, "prompt_tokens", 0) or 0)
         output_tokens = int(_field(usage, "completion_tokens", 0) or 0)
         return LLMResponse(
-            content="".join(parts) if parts or not tool_calls else None, tool_calls=tool_calls,
-            input_tokens=input_tokens, output_tokens=output_tokens,
-            cost=self._cost(model, input_tokens, output_tokens), finish_reason=finish_reason,
-            model=response_model or model, thinking="".join(thinking) or None,
+            content="".join(parts) if parts or not tool_calls else None,
+            tool_calls=tool_calls,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost=self._cost(model, input_tokens, output_tokens),
+            finish_reason=finish_reason,
+            model=response_model or model,
+            thinking="".join(thinking) or None,
         )
 
 

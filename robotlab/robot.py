@@ -126,7 +126,9 @@ class Robot(Runnable):
         **unknown: Any,
     ) -> None:
         if unknown:
-            valid = ", ".join(sorted(p for p in inspect.signature(Robot.__init__).parameters if p not in {"self", "unknown"}))
+            valid = ", ".join(
+                sorted(p for p in inspect.signature(Robot.__init__).parameters if p not in {"self", "unknown"})
+            )
             raise ConfigurationError(f"Unknown robot option(s): {', '.join(sorted(unknown))}. Valid options: {valid}")
         _validate_tools_filter(tools)
         self.name = str(name)
@@ -154,11 +156,21 @@ class Robot(Runnable):
         self.mcp_clients: dict[str, Any] = {}
         self.mcp_tools: list[Tool] = []
 
-        explicit = {"model": model, "temperature": temperature, "top_p": top_p, "top_k": top_k,
-                    "max_tokens": max_tokens, "presence_penalty": presence_penalty,
-                    "frequency_penalty": frequency_penalty, "stop": stop, "max_tool_rounds": max_tool_rounds,
-                    "token_budget": token_budget, "cost_budget": cost_budget,
-                    "doom_loop_threshold": doom_loop_threshold, "enable_cache": enable_cache}
+        explicit = {
+            "model": model,
+            "temperature": temperature,
+            "top_p": top_p,
+            "top_k": top_k,
+            "max_tokens": max_tokens,
+            "presence_penalty": presence_penalty,
+            "frequency_penalty": frequency_penalty,
+            "stop": stop,
+            "max_tool_rounds": max_tool_rounds,
+            "token_budget": token_budget,
+            "cost_budget": cost_budget,
+            "doom_loop_threshold": doom_loop_threshold,
+            "enable_cache": enable_cache,
+        }
         effective = RunConfig(**explicit)
         mcp_value = self.mcp_servers if self.mcp_servers else mcp
         if not tool_config.is_none_value(mcp_value):
@@ -167,12 +179,14 @@ class Robot(Runnable):
             effective.set("tools", tools)
         base = config if isinstance(config, RunConfig) else RunConfig(**dict(config or {}))
         self.config = base.merge(effective)
-        self.local_tools: list[Tool] = [_coerce_tool(t, self) for t in (
-            local_tools if isinstance(local_tools, list | tuple) else [local_tools])]
+        self.local_tools: list[Tool] = [
+            _coerce_tool(t, self) for t in (local_tools if isinstance(local_tools, list | tuple) else [local_tools])
+        ]
         self._apply_template()
         self.budget_ledger: Ledger | None = None
-        limits = {k: v for k, v in (("tokens", self.config.token_budget), ("cost", self.config.cost_budget))
-                  if v is not None}
+        limits = {
+            k: v for k, v in (("tokens", self.config.token_budget), ("cost", self.config.cost_budget)) if v is not None
+        }
         if limits:
             self.budget_ledger = Ledger(limits=limits)
 
@@ -201,7 +215,8 @@ class Robot(Runnable):
                 self._apply_front_matter(self._template_obj)
             values = {**self._template_context(), **(run_context or {})}
             if run_context is not None or not self._template_obj.missing(
-                    {**{k: v for k, v in self._template_obj.parameters.items() if v is not None}, **values}):
+                {**{k: v for k, v in self._template_obj.parameters.items() if v is not None}, **values}
+            ):
                 parts.append(self._template_obj.render(values))
         if self.system_prompt:
             parts.append(self.system_prompt)
@@ -233,8 +248,12 @@ class Robot(Runnable):
         """Where requests go: the ``llm=`` given, else litellm with the configured connection."""
         if self._llm is None:
             settings = get_config().llm
-            self._llm = LLMClient(api_base=settings.api_base, api_key=settings.api_key,
-                                  timeout=settings.request_timeout, num_retries=settings.max_retries)
+            self._llm = LLMClient(
+                api_base=settings.api_base,
+                api_key=settings.api_key,
+                timeout=settings.request_timeout,
+                num_retries=settings.max_retries,
+            )
         return self._llm
 
     @property
@@ -245,8 +264,17 @@ class Robot(Runnable):
     @property
     def effective_config(self) -> dict[str, Any]:
         """The robot's set LLM, tools and limit settings."""
-        keys = (*LLM_FIELDS, "tools", "mcp", "max_tool_rounds", "doom_loop_threshold", "auto_compact",
-                "compact_threshold", "token_budget", "cost_budget")
+        keys = (
+            *LLM_FIELDS,
+            "tools",
+            "mcp",
+            "max_tool_rounds",
+            "doom_loop_threshold",
+            "auto_compact",
+            "compact_threshold",
+            "token_budget",
+            "cost_budget",
+        )
         values = {k: self.config.get(k) for k in keys}
         values["model"] = self.model
         return {k: v for k, v in values.items() if v is not None}
@@ -282,8 +310,11 @@ class Robot(Runnable):
         """
         converted: list[dict[str, Any]] = []
         for message in messages:
-            item = dict(message) if isinstance(message, Mapping) else {
-                "role": str(getattr(message, "role", "user")), "content": getattr(message, "content", None)}
+            item = (
+                dict(message)
+                if isinstance(message, Mapping)
+                else {"role": str(getattr(message, "role", "user")), "content": getattr(message, "content", None)}
+            )
             if item.get("role") not in {"system", "user", "assistant", "tool"}:
                 raise ConfigurationError(f"replace_messages: invalid role {item.get('role')!r} in {item!r}")
             if item["role"] == "system":
@@ -309,8 +340,11 @@ class Robot(Runnable):
         """The tools a run sends, by the hierarchy run > robot > network > global."""
         if tool_config.is_none_value(tools) and tools is not None:
             return []
-        parent = network_config.tools if network_config is not None and network_config.tools is not None \
+        parent = (
+            network_config.tools
+            if network_config is not None and network_config.tools is not None
             else get_config().tools
+        )
         at_build = tool_config.resolve_tools(self.tools_config, parent_value=parent)
         allowed = tool_config.resolve_tools("none" if tools is None else tools, parent_value=at_build)
         available = self.all_tools
@@ -319,8 +353,13 @@ class Robot(Runnable):
         limit = limit if isinstance(limit, int) and limit > 0 else DEFAULT_MAX_TOOLS
         if len(selected) > limit:
             dropped = [t.name for t in selected[limit:]]
-            logger.warning("Robot '%s': %d tools exceed max_tools (%d); dropping %s", self.name, len(selected),
-                           limit, ", ".join(dropped))
+            logger.warning(
+                "Robot '%s': %d tools exceed max_tools (%d); dropping %s",
+                self.name,
+                len(selected),
+                limit,
+                ", ".join(dropped),
+            )
             selected = selected[:limit]
         return selected
 
@@ -385,9 +424,15 @@ class Robot(Runnable):
         selected = self.resolve_tools(tools, network_config=network_config)
         reservations = self._reserve_budget()
         state = RunState(
-            robot=self, request_text=text, tools=selected, model=model,
-            params=self._llm_params(), content_callbacks=callbacks, emitter=emitter,
-            max_tool_rounds=self.config.max_tool_rounds if self.config.max_tool_rounds is not None
+            robot=self,
+            request_text=text,
+            tools=selected,
+            model=model,
+            params=self._llm_params(),
+            content_callbacks=callbacks,
+            emitter=emitter,
+            max_tool_rounds=self.config.max_tool_rounds
+            if self.config.max_tool_rounds is not None
             else get_config().max_tool_rounds,
             doom_loop_threshold=self.config.doom_loop_threshold,
         )
@@ -403,9 +448,15 @@ class Robot(Runnable):
         finally:
             self._reconcile_budget(reservations, state)
         if emitter is not None:
-            emitter.emit(streaming.RUN_COMPLETED, robot=self.name, reply=result.reply,
-                         stop_reason=result.stop_reason, input_tokens=result.input_tokens,
-                         output_tokens=result.output_tokens, cost=result.cost)
+            emitter.emit(
+                streaming.RUN_COMPLETED,
+                robot=self.name,
+                reply=result.reply,
+                stop_reason=result.stop_reason,
+                input_tokens=result.input_tokens,
+                output_tokens=result.output_tokens,
+                cost=result.cost,
+            )
             emitter.emit(streaming.STREAM_ENDED)
         return result
 
@@ -538,9 +589,16 @@ class Robot(Runnable):
         self._content_callbacks.append(callback)
         return callback
 
-    def update(self, *, template: str | None = None, context: Mapping[str, Any] | None = None,
-               system_prompt: str | None = None, model: str | None = None, temperature: float | None = None,
-               **params: Any) -> Robot:
+    def update(
+        self,
+        *,
+        template: str | None = None,
+        context: Mapping[str, Any] | None = None,
+        system_prompt: str | None = None,
+        model: str | None = None,
+        temperature: float | None = None,
+        **params: Any,
+    ) -> Robot:
         """Change several settings at once; extra keywords become LLM parameters."""
         if context is not None:
             self._context = {**self._template_context(), **context}
@@ -567,11 +625,18 @@ class Robot(Runnable):
     def to_dict(self) -> dict[str, Any]:
         """A description of the robot (unset values omitted)."""
         data: dict[str, Any] = {
-            "name": self.name, "description": self.description, "template": self.template,
-            "skills": self.skills or None, "system_prompt": self.system_prompt,
-            "local_tools": [t.name for t in self.local_tools] or None, "mcp_config": self.config.mcp,
-            "tools_config": self.config.tools, "mcp_servers": self.mcp_servers or None, "model": self.model,
-            "config": self.config.to_json_dict() or None, "bus": True if self.bus is not None else None,
+            "name": self.name,
+            "description": self.description,
+            "template": self.template,
+            "skills": self.skills or None,
+            "system_prompt": self.system_prompt,
+            "local_tools": [t.name for t in self.local_tools] or None,
+            "mcp_config": self.config.mcp,
+            "tools_config": self.config.tools,
+            "mcp_servers": self.mcp_servers or None,
+            "model": self.model,
+            "config": self.config.to_json_dict() or None,
+            "bus": True if self.bus is not None else None,
         }
         return {k: v for k, v in data.items() if v is not None}
 

@@ -16,8 +16,18 @@ __all__ = ["CALLBACK_FIELDS", "FIELDS", "INFRA_FIELDS", "NON_SERIALIZABLE_FIELDS
 
 TOOL_FIELDS = ("mcp", "tools")
 CALLBACK_FIELDS = ("on_tool_call", "on_tool_result", "on_content")
-INFRA_FIELDS = ("bus", "enable_cache", "max_tool_rounds", "token_budget", "cost_budget", "max_concurrent_robots",
-                "doom_loop_threshold", "auto_compact", "compact_threshold", "max_tools")
+INFRA_FIELDS = (
+    "bus",
+    "enable_cache",
+    "max_tool_rounds",
+    "token_budget",
+    "cost_budget",
+    "max_concurrent_robots",
+    "doom_loop_threshold",
+    "auto_compact",
+    "compact_threshold",
+    "max_tools",
+)
 FIELDS = (*LLM_FIELDS, *TOOL_FIELDS, *CALLBACK_FIELDS, *INFRA_FIELDS)
 NON_SERIALIZABLE_FIELDS = (*CALLBACK_FIELDS, "bus", "auto_compact")
 

@@ -40,16 +40,36 @@ STREAM_ENDED = "stream.ended"
 
 #: Lifecycle events (RobotLab ``LIFECYCLE_EVENTS`` plus the tool-call pair this port emits).
 LIFECYCLE_EVENTS: tuple[str, ...] = (
-    RUN_STARTED, RUN_COMPLETED, RUN_FAILED, "run.interrupted", "step.started", "step.completed", "step.failed",
-    "part.created", "part.completed", "part.failed", TOOL_CALL_STARTED, TOOL_CALL_COMPLETED,
+    RUN_STARTED,
+    RUN_COMPLETED,
+    RUN_FAILED,
+    "run.interrupted",
+    "step.started",
+    "step.completed",
+    "step.failed",
+    "part.created",
+    "part.completed",
+    "part.failed",
+    TOOL_CALL_STARTED,
+    TOOL_CALL_COMPLETED,
 )
 #: Delta events, which carry a piece of something growing.
 DELTA_EVENTS: tuple[str, ...] = (
-    TEXT_DELTA, "tool_call.arguments.delta", "tool_call.output.delta", "reasoning.delta", "data.delta",
+    TEXT_DELTA,
+    "tool_call.arguments.delta",
+    "tool_call.output.delta",
+    "reasoning.delta",
+    "data.delta",
 )
 #: Every event kind.
 ALL_EVENTS: tuple[str, ...] = (
-    *LIFECYCLE_EVENTS, *DELTA_EVENTS, HITL_REQUESTED, HITL_RESOLVED, USAGE_UPDATED, "metadata.updated", STREAM_ENDED,
+    *LIFECYCLE_EVENTS,
+    *DELTA_EVENTS,
+    HITL_REQUESTED,
+    HITL_RESOLVED,
+    USAGE_UPDATED,
+    "metadata.updated",
+    STREAM_ENDED,
 )
 
 

@@ -59,7 +59,7 @@ def _split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
                 raise ConfigurationError(f"Template {where}: invalid YAML front matter: {exc}") from exc
             if not isinstance(meta, dict):
                 raise ConfigurationError(f"Template {where}: front matter must be a mapping")
-            return meta, "\n".join(lines[index + 1:])
+            return meta, "\n".join(lines[index + 1 :])
     raise ConfigurationError(f"Template {where}: front matter starts with '---' but has no closing '---'")
 
 

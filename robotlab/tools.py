@@ -185,7 +185,7 @@ class Tool:
         return f"<{type(self).__name__} {self.name!r}>"
 
     # -- running -------------------------------------------------------------------------
-    def execute(self, **kwargs: Any) -> Any:
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
         """Do the tool's work. Override in subclasses; may be ``async def``."""
         raise NotImplementedError(f"{type(self).__name__}.execute is not implemented")
 
@@ -277,15 +277,24 @@ class Tool:
             schema = {"type": "object", "properties": schema}
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})
-        return _CreatedTool(name=name, description=description or "", parameters=schema, handler=handler,
-                            mcp=mcp, robot=robot)
+        return _CreatedTool(
+            name=name, description=description or "", parameters=schema, handler=handler, mcp=mcp, robot=robot
+        )
 
 
 class _CreatedTool(Tool):
     """A tool made by :meth:`Tool.create`."""
 
-    def __init__(self, *, name: str, description: str, parameters: dict[str, Any], handler: Handler | None,
-                 mcp: str | None, robot: Robot | None) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        handler: Handler | None,
+        mcp: str | None,
+        robot: Robot | None,
+    ) -> None:
         super().__init__(robot=robot)
         self.name = name
         self.description = description
@@ -307,8 +316,14 @@ class _CreatedTool(Tool):
 class FunctionTool(Tool):
     """A tool made from a typed Python function by :func:`tool`."""
 
-    def __init__(self, fn: Callable[..., Any | Awaitable[Any]], *, name: str | None = None,
-                 description: str | None = None, robot: Robot | None = None) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Any | Awaitable[Any]],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        robot: Robot | None = None,
+    ) -> None:
         super().__init__(robot=robot)
         self.fn = fn
         self.name = name or fn.__name__
@@ -332,7 +347,9 @@ class FunctionTool(Tool):
 @overload
 def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
 @overload
-def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def tool(
     fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:

@@ -47,26 +47,45 @@ class Step:
 _ids = itertools.count(1)
 
 
-def text(content: str, *, usage: tuple[int, int] | None = None, cost: float = 0.0,
-         finish_reason: str = "stop", thinking: str | None = None) -> Step:
+def text(
+    content: str,
+    *,
+    usage: tuple[int, int] | None = None,
+    cost: float = 0.0,
+    finish_reason: str = "stop",
+    thinking: str | None = None,
+) -> Step:
     """A text reply; ``usage`` is ``(input_tokens, output_tokens)``."""
     return Step(content=content, usage=usage, cost=cost, finish_reason=finish_reason, thinking=thinking)
 
 
-def tool_call(name: str, *, id: str | None = None, raw_arguments: str | None = None,
-              usage: tuple[int, int] | None = None, cost: float = 0.0, **arguments: Any) -> Step:
+def tool_call(
+    name: str,
+    *,
+    id: str | None = None,
+    raw_arguments: str | None = None,
+    usage: tuple[int, int] | None = None,
+    cost: float = 0.0,
+    **arguments: Any,
+) -> Step:
     """A reply that calls one tool; ``raw_arguments`` sends exact (possibly invalid) JSON text."""
     return tool_calls((name, arguments, id, raw_arguments), usage=usage, cost=cost)
 
 
-def tool_calls(*calls: tuple[Any, ...] | str, content: str | None = None,
-               usage: tuple[int, int] | None = None, cost: float = 0.0) -> Step:
+def tool_calls(
+    *calls: tuple[Any, ...] | str, content: str | None = None, usage: tuple[int, int] | None = None, cost: float = 0.0
+) -> Step:
     """A reply with several tool calls: each a name, or ``(name, arguments[, id[, raw_arguments]])``."""
     built = []
     for call in calls:
         name, arguments, call_id, raw = (call, {}, None, None) if isinstance(call, str) else (*call, None, None)[:4]
-        built.append(ToolCallRequest(id=call_id or f"call_{next(_ids)}", name=name,
-                                     arguments=raw if raw is not None else json.dumps(arguments or {})))
+        built.append(
+            ToolCallRequest(
+                id=call_id or f"call_{next(_ids)}",
+                name=name,
+                arguments=raw if raw is not None else json.dumps(arguments or {}),
+            )
+        )
     return Step(content=content, calls=tuple(built), usage=usage, cost=cost, finish_reason="tool_calls")
 
 
@@ -137,9 +156,16 @@ class FakeLLM:
             for piece in _pieces(step.content):
                 on_text(piece)
         input_tokens, output_tokens = _estimate(request, step)
-        return LLMResponse(content=step.content, tool_calls=list(step.calls), input_tokens=input_tokens,
-                           output_tokens=output_tokens, cost=step.cost, finish_reason=step.finish_reason or "stop",
-                           model=request.model or "fake", thinking=step.thinking)
+        return LLMResponse(
+            content=step.content,
+            tool_calls=list(step.calls),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost=step.cost,
+            finish_reason=step.finish_reason or "stop",
+            model=request.model or "fake",
+            thinking=step.thinking,
+        )
 
 
 class FunctionLLM:

@@ -133,14 +133,21 @@ def get_time(zone: str) -> str:
 
 def test_robot_with_two_tools_over_real_http(server: FakeLLMServer) -> None:
     server.script(
-        tool_calls(call("get_weather", id="w1", location="Paris"), call("get_time", id="t1", zone="CET"),
-                   usage=(200, 20)),
+        tool_calls(
+            call("get_weather", id="w1", location="Paris"), call("get_time", id="t1", zone="CET"), usage=(200, 20)
+        ),
         reply("Paris is 21C and it is noon.", usage=(300, 12)),
     )
     streamed: list[str] = []
     per_call: list[str] = []
-    robot = build(name="assistant", model=MODEL, llm=client(server), local_tools=[get_weather, get_time],
-                  system_prompt="Use tools.", on_content=lambda chunk: streamed.append(chunk.content))
+    robot = build(
+        name="assistant",
+        model=MODEL,
+        llm=client(server),
+        local_tools=[get_weather, get_time],
+        system_prompt="Use tools.",
+        on_content=lambda chunk: streamed.append(chunk.content),
+    )
     result = robot.run("Weather and time in Paris?", on_content=lambda chunk: per_call.append(chunk.content))
     assert result.reply == "Paris is 21C and it is noon."
     assert "".join(streamed) == "".join(per_call) == result.reply
@@ -151,7 +158,9 @@ def test_robot_with_two_tools_over_real_http(server: FakeLLMServer) -> None:
     assert second[0] == {"role": "system", "content": "Use tools."}
     tool_messages = [m for m in second if m["role"] == "tool"]
     assert [(m["tool_call_id"], m["content"]) for m in tool_messages] == [
-        ("w1", '{"location": "Paris", "temp_c": 21}'), ("t1", "12:00 in CET")]
+        ("w1", '{"location": "Paris", "temp_c": 21}'),
+        ("t1", "12:00 in CET"),
+    ]
     sent_tools = {t["function"]["name"] for t in server.requests[0]["tools"]}
     assert sent_tools == {"get_weather", "get_time"}
 

@@ -14,8 +14,11 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
 
 
 def test_public_names_have_docstrings() -> None:
-    missing = [name for name in robotlab.__all__
-               if callable(getattr(robotlab, name)) and not (getattr(robotlab, name).__doc__ or "").strip()]
+    missing = [
+        name
+        for name in robotlab.__all__
+        if callable(getattr(robotlab, name)) and not (getattr(robotlab, name).__doc__ or "").strip()
+    ]
     assert missing == []
 
 
@@ -39,8 +42,10 @@ def test_import_is_fast_and_loads_neither_litellm_nor_django() -> None:
         "print(json.dumps({'elapsed': elapsed, 'mods': [m for m in ('litellm', 'django', 'channels', 'celery')"
         " if m in sys.modules]}))"
     )
-    runs = [json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                      text=True).stdout) for _ in range(3)]
+    runs = [
+        json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+        for _ in range(3)
+    ]
     assert all(run["mods"] == [] for run in runs)
     assert min(run["elapsed"] for run in runs) < 0.3
 

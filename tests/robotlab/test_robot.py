@@ -54,20 +54,30 @@ def test_simple_run_returns_reply_and_records_request() -> None:
 
 
 def test_tool_round_trip_sends_results_back_and_collects_tool_calls() -> None:
-    llm = FakeLLM([tool_calls(("get_weather", {"location": "Paris"}, "c1"), ("get_time", {}, "c2")),
-                   text("Sunny, noon.")])
+    llm = FakeLLM(
+        [tool_calls(("get_weather", {"location": "Paris"}, "c1"), ("get_time", {}, "c2")), text("Sunny, noon.")]
+    )
     seen_calls: list[Any] = []
     seen_results: list[Any] = []
-    robot = build(name="w", llm=llm, local_tools=[get_weather, get_time],
-                  on_tool_call=seen_calls.append, on_tool_result=seen_results.append)
+    robot = build(
+        name="w",
+        llm=llm,
+        local_tools=[get_weather, get_time],
+        on_tool_call=seen_calls.append,
+        on_tool_result=seen_results.append,
+    )
     result = robot.run("Weather and time?")
     assert result.reply == "Sunny, noon."
     assert [c.name for c in seen_calls] == ["get_weather", "get_time"]
     assert seen_calls[0].arguments == {"location": "Paris"}
     assert seen_results == [{"location": "Paris", "temp_c": 21}, "12:00 UTC"]
     second = llm.requests[1].messages
-    assert second[-2] == {"role": "tool", "tool_call_id": "c1", "name": "get_weather",
-                          "content": '{"location": "Paris", "temp_c": 21}'}
+    assert second[-2] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "name": "get_weather",
+        "content": '{"location": "Paris", "temp_c": 21}',
+    }
     assert second[-1]["content"] == "12:00 UTC"
     assert [t.tool.name for t in result.tool_calls] == ["get_weather", "get_time"]
     assert result.has_tool_calls
@@ -84,8 +94,9 @@ def test_history_persists_across_runs_and_can_be_cleared_or_replaced() -> None:
     robot.clear_messages()
     assert robot.messages == []
     assert robot.instructions == "S"
-    robot.replace_messages([{"role": "system", "content": "T"}, {"role": "user", "content": "q"},
-                            {"role": "assistant", "content": "a"}])
+    robot.replace_messages(
+        [{"role": "system", "content": "T"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    )
     assert robot.instructions == "T"
     robot.run("next")
     assert llm.requests[2].messages[0] == {"role": "system", "content": "T"}
@@ -97,7 +108,9 @@ def test_history_persists_across_runs_and_can_be_cleared_or_replaced() -> None:
 
 
 def test_unknown_build_option_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigurationError, match=r"Unknown robot option\(s\): temprature\. Valid options: .*temperature"):
+    with pytest.raises(
+        ConfigurationError, match=r"Unknown robot option\(s\): temprature\. Valid options: .*temperature"
+    ):
         build(temprature=0.2)
 
 
@@ -151,7 +164,8 @@ def test_tools_hierarchy_truth_table() -> None:
     from robotlab.run_config import RunConfig
 
     assert names(robot_inherit.resolve_tools("inherit", network_config=RunConfig(tools=["get_weather"]))) == [
-        "get_weather"]
+        "get_weather"
+    ]
     configure(tools=["get_weather"])
     assert names(robot_inherit.resolve_tools("inherit")) == ["get_weather"]
 
@@ -164,10 +178,14 @@ def test_tool_cap_drops_extra_tools(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_bad_tool_calls_become_tool_errors_and_the_run_goes_on() -> None:
-    llm = FakeLLM([
-        tool_calls(("get_weather", None, "a", '{"location": '), ("nope", {}, "b"), ("get_weather", {"city": 1}, "c")),
-        text("Sorry."),
-    ])
+    llm = FakeLLM(
+        [
+            tool_calls(
+                ("get_weather", None, "a", '{"location": '), ("nope", {}, "b"), ("get_weather", {"city": 1}, "c")
+            ),
+            text("Sorry."),
+        ]
+    )
     robot = build(llm=llm, local_tools=[get_weather])
     result = robot.run("?")
     assert result.reply == "Sorry."
@@ -181,7 +199,9 @@ def test_bad_tool_calls_become_tool_errors_and_the_run_goes_on() -> None:
 def test_max_tool_rounds_counts_tool_calls_and_keeps_history_valid() -> None:
     llm = FakeLLM([tool_call("get_time"), tool_calls("get_time", "get_time"), text("never")])
     robot = build(llm=llm, local_tools=[get_time], max_tool_rounds=2)
-    with pytest.raises(ToolLoopError, match=r"^Circuit breaker triggered: 3 tool calls exceeded max_tool_rounds \(2\)$"):
+    with pytest.raises(
+        ToolLoopError, match=r"^Circuit breaker triggered: 3 tool calls exceeded max_tool_rounds \(2\)$"
+    ):
         robot.run("loop")
     calls = [c["id"] for m in robot.messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
     answered = [m["tool_call_id"] for m in robot.messages if m["role"] == "tool"]
@@ -297,7 +317,8 @@ async def test_concurrent_robots_run_in_parallel() -> None:
 def test_template_and_system_prompt(tmp_path: Path) -> None:
     (tmp_path / "helper.md").write_text(
         "---\nrobot_name: helper_bot\ndescription: Helps\nmodel: openai/gpt-4o-mini\ntemperature: 0.0\n"
-        "max_tokens: 0\nparameters:\n  tone: friendly\n---\nBe {{ tone }}.\n")
+        "max_tokens: 0\nparameters:\n  tone: friendly\n---\nBe {{ tone }}.\n"
+    )
     configure(template_path=str(tmp_path))
     llm = FakeLLM(default="ok")
     robot = build(template="helper", system_prompt="Extra rule.", llm=llm)
@@ -365,8 +386,14 @@ def test_zero_values_are_sent() -> None:
 def test_with_chaining_returns_self() -> None:
     llm = FakeLLM(["x"])
     robot = build(llm=llm)
-    chained = (robot.with_model("m/1").with_temperature(0.3).with_instructions("I").with_tool(get_time)
-               .with_params(seed=7).with_headers(X_Test="1"))
+    chained = (
+        robot.with_model("m/1")
+        .with_temperature(0.3)
+        .with_instructions("I")
+        .with_tool(get_time)
+        .with_params(seed=7)
+        .with_headers(X_Test="1")
+    )
     assert chained is robot
     robot.run("q")
     request = llm.requests[0]

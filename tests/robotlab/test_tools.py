@@ -130,9 +130,12 @@ def test_tool_create_with_schema_and_handler() -> None:
         seen.append(args)
         return f"hello {args['who']}"
 
-    greet = Tool.create(name="greet", description="Greets",
-                        parameters={"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]},
-                        handler=handler)
+    greet = Tool.create(
+        name="greet",
+        description="Greets",
+        parameters={"type": "object", "properties": {"who": {"type": "string"}}, "required": ["who"]},
+        handler=handler,
+    )
     assert greet.name == "greet"
     assert greet.params_schema["properties"] == {"who": {"type": "string"}}
     assert greet.call({"who": "Ada"}) == "hello Ada"
@@ -141,8 +144,9 @@ def test_tool_create_with_schema_and_handler() -> None:
 
 
 def test_tool_create_accepts_bare_properties_and_mcp_tag() -> None:
-    remote = Tool.create(name="remote", parameters={"q": {"type": "string"}}, mcp="github",
-                         handler=lambda args: args["q"])
+    remote = Tool.create(
+        name="remote", parameters={"q": {"type": "string"}}, mcp="github", handler=lambda args: args["q"]
+    )
     assert remote.params_schema == {"type": "object", "properties": {"q": {"type": "string"}}}
     assert remote.is_mcp
     assert remote.to_dict() == {"name": "remote", "mcp": "github"}
