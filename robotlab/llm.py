@@ -13,7 +13,6 @@ on the network for a price map (set it to ``False`` yourself to fetch a fresh on
 from __future__ import annotations
 
 import ipaddress
-import json
 import os
 import threading
 from collections.abc import Callable
@@ -243,7 +242,9 @@ class LLMClient:
             raise _error_for(exc, request.model) from exc
 
     @staticmethod
-    def _cost(model: str, input_tokens: int, output_tokens: int) -> float:
+    def _cost(model: str, input_tokens: int, output_tokens: int, known: Any = None) -> float:
+        if isinstance(known, int | float) and (known or not (input_tokens or output_tokens)):
+            return float(known)  # litellm already priced the response
         litellm = load_litellm()
         try:
             prompt, completion = litellm.cost_per_token(
@@ -270,7 +271,8 @@ class LLMClient:
             tool_calls=calls,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            cost=self._cost(model, input_tokens, output_tokens),
+            cost=self._cost(model, input_tokens, output_tokens,
+                            (getattr(response, "_hidden_params", None) or {}).get("response_cost")),
             finish_reason=choice.finish_reason,
             model=_field(response, "model") or model,
             thinking=_field(message, "reasoning_content"),
@@ -320,13 +322,10 @@ class LLMClient:
             tool_calls=tool_calls,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            cost=self._cost(model, input_tokens, output_tokens),
+            cost=self._cost(model, input_tokens, output_tokens, _field(usage, "cost")),
             finish_reason=finish_reason,
             model=response_model or model,
             thinking="".join(thinking) or None,
         )
 
 
-def dumps_arguments(arguments: dict[str, Any]) -> str:
-    """JSON text of tool arguments, as a model would send it."""
-    return json.dumps(arguments, separators=(",", ":"))

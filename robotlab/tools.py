@@ -161,11 +161,20 @@ class Tool:
         return {"type": "object", "properties": {}}
 
     def to_json_schema(self) -> dict[str, Any]:
-        """The tool in the OpenAI function-calling format that litellm sends to every provider."""
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.params_schema},
-        }
+        """The tool in the OpenAI function-calling format that litellm sends to every provider.
+
+        Computed once per name, description and parameters, since robots send it on every request.
+        """
+        key = (self.name, self.description, id(self.parameters))
+        cached = self.__dict__.get("_json_schema")
+        if cached is None or cached[0] != key:
+            schema = {
+                "type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.params_schema},
+            }
+            cached = (key, schema)
+            self.__dict__["_json_schema"] = cached
+        return cached[1]
 
     @property
     def is_mcp(self) -> bool:
