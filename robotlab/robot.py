@@ -12,7 +12,7 @@ import inspect
 import logging
 import queue
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import streaming, tool_config
 from ._loop import RunState, raise_budget
@@ -26,7 +26,11 @@ from .run_config import RunConfig
 from .runnable import Runnable
 from .streaming import Chunk, Event, EventEmitter
 from .templates import LLM_FIELDS, Template
+from .tool_manifest import tool_registry
 from .tools import FunctionTool, Tool
+
+if TYPE_CHECKING:
+    from .memory import Memory
 
 __all__ = ["DEFAULT_MAX_TOOLS", "Robot", "build"]
 
@@ -182,6 +186,11 @@ class Robot(Runnable):
         self.local_tools: list[Tool] = [
             _coerce_tool(t, self) for t in (local_tools if isinstance(local_tools, list | tuple) else [local_tools])
         ]
+        for local in self.local_tools:
+            tool_registry.register(local)
+        self._memory: Memory | None = None
+        self._enable_cache = enable_cache
+        self._run_memory: Memory | None = None
         self._apply_template()
         self.budget_ledger: Ledger | None = None
         limits = {
@@ -189,6 +198,26 @@ class Robot(Runnable):
         }
         if limits:
             self.budget_ledger = Ledger(limits=limits)
+
+    # -- memory --------------------------------------------------------------------------
+    @property
+    def memory(self) -> Memory:
+        """The robot's own memory (created on first use)."""
+        if self._memory is None:
+            from .memory import Memory
+
+            self._memory = Memory(enable_cache=self._enable_cache)
+        return self._memory
+
+    @property
+    def run_memory(self) -> Memory:
+        """The memory of the run in progress (the network's when run in one), else :attr:`memory`."""
+        return self._run_memory if self._run_memory is not None else self.memory
+
+    def reset_memory(self) -> Robot:
+        """Clear the robot's own memory."""
+        self.memory.reset()
+        return self
 
     # -- configuration -------------------------------------------------------------------
     @property
@@ -363,6 +392,26 @@ class Robot(Runnable):
             selected = selected[:limit]
         return selected
 
+    def resolve_mcp(self, mcp: Any = "inherit", *, network_config: RunConfig | None = None) -> list[Any]:
+        """The MCP servers a run needs, by the hierarchy run > robot > network > global."""
+        if tool_config.is_none_value(mcp) and mcp is not None:
+            return []
+        parent = network_config.mcp if network_config is not None and network_config.mcp is not None \
+            else get_config().mcp
+        at_build = tool_config.resolve_mcp(self.mcp_config, parent_value=parent)
+        return tool_config.resolve_mcp("none" if mcp is None else mcp, parent_value=at_build)
+
+    async def _prepare_mcp(self, mcp: Any, *, network_config: RunConfig | None, message: str | None) -> None:
+        """Connect the MCP servers this run needs (see :mod:`robotlab.mcp`); a no-op without servers."""
+        servers = self.resolve_mcp(mcp, network_config=network_config)
+        if servers:
+            await self._connect_mcp_servers(servers, message=message)
+
+    async def _connect_mcp_servers(self, servers: list[Any], *, message: str | None) -> None:
+        raise ConfigurationError(
+            f"Robot '{self.name}' has MCP servers configured, but MCP support is not available in this build"
+        )
+
     async def _invoke_tool(self, tool: Tool, arguments: str) -> Any:
         return await tool.acall(arguments)
 
@@ -388,7 +437,9 @@ class Robot(Runnable):
         mcp: Any = "inherit",
         network: Any = None,
         task: Any = None,
+        network_memory: Memory | None = None,
         network_config: RunConfig | None = None,
+        memory: Memory | Mapping[str, Any] | None = None,
         on_content: ContentCallback | None = None,
         on_event: Callable[[Event], Any] | None = None,
         run_id: str | None = None,
@@ -400,7 +451,12 @@ class Robot(Runnable):
             message: The user's message (any object; ``str()`` is sent). ``None`` continues.
             tools: ``"inherit"`` (the robot's tools), ``"none"``, or a list of tool names.
             mcp: ``"inherit"``, ``"none"``, or a list of MCP servers.
+            network: The :class:`~robotlab.Network` running this robot, if any.
+            task: The network's task running this robot, if any.
+            network_memory: The memory shared by the network (defaults to ``network.memory``).
             network_config: The network's :class:`RunConfig` (tools/MCP parents).
+            memory: A :class:`~robotlab.memory.Memory` to use for this run instead, or a dict of
+                values to ``set`` into the run's memory first.
             on_content: A per-call text callback, called after the robot's own.
             on_event: Receives every :class:`~robotlab.streaming.Event` of the run.
             run_id: The id carried by events (random by default).
@@ -415,12 +471,33 @@ class Robot(Runnable):
             self._apply_template(template_context)
         elif self.template and self._template_obj is not None and self._instructions is None:
             self._apply_template({})
+        run_memory = network_memory or getattr(network, "memory", None) or self.memory
+        if memory is not None and not isinstance(memory, Mapping):
+            run_memory = memory
+        elif memory:
+            run_memory.merge(memory)
+        if network_config is None and network is not None:
+            network_config = getattr(network, "config", None)
+        previous_writer, previous_memory = run_memory.current_writer, self._run_memory
+        run_memory.current_writer = self.name
+        self._run_memory = run_memory
+        try:
+            return await self._execute(message, tools=tools, mcp=mcp, network_config=network_config,
+                                       on_content=on_content, on_event=on_event, run_id=run_id)
+        finally:
+            run_memory.current_writer = previous_writer
+            self._run_memory = previous_memory
+
+    async def _execute(self, message: Any, *, tools: Any, mcp: Any, network_config: RunConfig | None,
+                       on_content: ContentCallback | None, on_event: Callable[[Event], Any] | None,
+                       run_id: str | None) -> RobotResult:
         emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None
         callbacks = [*self._content_callbacks, *([on_content] if on_content else [])]
         text = None if message is None else str(message)
         model = self.model
         if model is None and isinstance(self.llm, LLMClient):
             get_config().require_model()
+        await self._prepare_mcp(mcp, network_config=network_config, message=text)
         selected = self.resolve_tools(tools, network_config=network_config)
         reservations = self._reserve_budget()
         state = RunState(
