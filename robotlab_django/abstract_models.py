@@ -1,0 +1,235 @@
+"""Abstract bases of the app's models: a thread, one robot result per run, stream events.
+
+The concrete models in :mod:`robotlab_django.models` add the foreign keys between them;
+``manage.py robotlab_install --models`` copies the same three subclasses into your app (then
+point ``ROBOTLAB["THREAD_MODEL"]`` and friends at them). This module imports without the
+concrete models, so your app can subclass the bases without registering ours.
+
+A thread is the Rails ``robot_lab_threads`` row (``session_id``, ``initial_input``,
+``input_metadata``, ``state_data``, ``last_user_message``, ``last_user_message_at``) plus the
+owner and the robot. A result is one robot run on the thread, numbered by ``sequence_number``
+(unique per thread, gap-free, allocated under a row lock by the services), with the Rails
+columns (``robot_name``, ``output_data``, ``tool_calls_data``, ``stop_reason``, ``checksum``) and
+the ones Rails lacked: status, input, reply, the chat messages the run appended (what rebuilds
+history), model, tokens, cost, duration, error, delegated_by, run and task ids, attempts.
+"""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from .encoders import RobotLabJSONEncoder
+
+__all__ = ["AbstractRobotResult", "AbstractRunEvent", "AbstractThread", "Status", "new_run_id", "new_session_id"]
+
+
+def new_session_id() -> str:
+    """A new random session id (a UUID4 string, like Rails' ``SecureRandom.uuid``)."""
+    return str(uuid.uuid4())
+
+
+def new_run_id() -> str:
+    """A new random run id (32 hex characters); stream events of the run carry it."""
+    return uuid.uuid4().hex
+
+
+class Status(models.TextChoices):
+    """The life of a run: queued -> running -> completed or failed (retrying between attempts)."""
+
+    QUEUED = "queued", _("queued")
+    RUNNING = "running", _("running")
+    RETRYING = "retrying", _("retrying")
+    COMPLETED = "completed", _("completed")
+    FAILED = "failed", _("failed")
+
+
+class ThreadQuerySet(models.QuerySet):
+    """Queries over threads."""
+
+    def for_user(self, user: Any) -> ThreadQuerySet:
+        """The threads ``user`` owns (none for an anonymous user)."""
+        if user is None or not getattr(user, "is_authenticated", False):
+            return self.none()
+        return self.filter(user=user)
+
+    def inactive_since(self, cutoff: Any) -> ThreadQuerySet:
+        """Threads not updated since ``cutoff`` (what retention deletes)."""
+        return self.filter(updated_at__lt=cutoff)
+
+
+class AbstractThread(models.Model):
+    """A conversation: the Rails thread columns plus its owner and robot."""
+
+    session_id = models.CharField(_("session id"), max_length=255, unique=True, default=new_session_id)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("owner"), null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="%(app_label)s_threads")
+    robot_name = models.CharField(_("robot"), max_length=255, blank=True, default="", db_index=True)
+    initial_input = models.TextField(_("initial input"), blank=True, default="")
+    input_metadata = models.JSONField(_("input metadata"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
+    state_data = models.JSONField(_("state data"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
+    last_user_message = models.TextField(_("last user message"), blank=True, default="")
+    last_user_message_at = models.DateTimeField(_("last user message at"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True, db_index=True)
+
+    objects = ThreadQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+        verbose_name = _("thread")
+        verbose_name_plural = _("threads")
+
+    def __str__(self) -> str:
+        return self.session_id
+
+    @classmethod
+    def find_or_create_by_session_id(cls, session_id: str) -> AbstractThread:
+        """The thread with ``session_id``, created when missing (Rails ``find_or_create_by_session_id``)."""
+        thread, _created = cls.objects.get_or_create(session_id=session_id)
+        return thread
+
+    def last_result(self) -> Any:
+        """The result with the highest sequence number, or ``None``."""
+        return self.results.order_by("-sequence_number").first()  # type: ignore[attr-defined]
+
+    def message_count(self) -> int:
+        """How many results the thread has (Rails ``message_count``)."""
+        return int(self.results.count())  # type: ignore[attr-defined]
+
+
+class RobotResultQuerySet(models.QuerySet):
+    """Queries over robot results."""
+
+    def completed(self) -> RobotResultQuerySet:
+        """Runs that finished (the ones whose messages make up the history)."""
+        return self.filter(status=Status.COMPLETED)
+
+    def failed(self) -> RobotResultQuerySet:
+        """Runs that failed."""
+        return self.filter(status=Status.FAILED)
+
+    def unfinished(self) -> RobotResultQuerySet:
+        """Runs queued, running or waiting for a retry."""
+        return self.filter(status__in=[Status.QUEUED, Status.RUNNING, Status.RETRYING])
+
+
+class AbstractRobotResult(models.Model):
+    """One robot run on a thread (Rails ``robot_lab_results`` plus status, usage and errors).
+
+    The concrete model adds ``thread = ForeignKey(<thread model>, related_name="results")``.
+    """
+
+    sequence_number = models.PositiveIntegerField(_("sequence number"))
+    robot_name = models.CharField(_("robot"), max_length=255, db_index=True)
+    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED,
+                              db_index=True)
+    input = models.TextField(_("input"), blank=True, default="", help_text=_("The user message of the run."))
+    reply = models.TextField(_("reply"), blank=True, default="")
+    messages = models.JSONField(_("messages"), default=list, blank=True, encoder=RobotLabJSONEncoder,
+                                help_text=_("The chat messages this run appended, in order (OpenAI format)."))
+    output_data = models.JSONField(_("output"), default=list, blank=True, encoder=RobotLabJSONEncoder)
+    tool_calls_data = models.JSONField(_("tool calls"), default=list, blank=True, encoder=RobotLabJSONEncoder)
+    stop_reason = models.CharField(_("stop reason"), max_length=64, blank=True, default="")
+    checksum = models.CharField(_("checksum"), max_length=64, blank=True, default="")
+    model = models.CharField(_("model"), max_length=255, blank=True, default="")
+    input_tokens = models.PositiveIntegerField(_("input tokens"), default=0)
+    output_tokens = models.PositiveIntegerField(_("output tokens"), default=0)
+    cost = models.DecimalField(_("cost (USD)"), max_digits=14, decimal_places=8, default=Decimal(0))
+    duration = models.FloatField(_("duration (s)"), null=True, blank=True)
+    error = models.TextField(_("error"), blank=True, default="")
+    error_type = models.CharField(_("error type"), max_length=255, blank=True, default="")
+    delegated_by = models.CharField(_("delegated by"), max_length=255, blank=True, default="")
+    run_id = models.CharField(_("run id"), max_length=64, default=new_run_id, db_index=True)
+    task_id = models.CharField(_("task id"), max_length=255, blank=True, default="", db_index=True)
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+
+    objects = RobotResultQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+        ordering = ("sequence_number",)
+        verbose_name = _("robot result")
+        verbose_name_plural = _("robot results")
+        constraints = [
+            models.UniqueConstraint(fields=("thread", "sequence_number"),
+                                    name="%(app_label)s_%(class)s_thread_seq_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.robot_name} #{self.sequence_number}"
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return int(self.input_tokens or 0) + int(self.output_tokens or 0)
+
+    @property
+    def is_finished(self) -> bool:
+        """Whether the run completed or failed."""
+        return self.status in (Status.COMPLETED, Status.FAILED)
+
+    def output_messages(self) -> list[Any]:
+        """``output_data`` as :class:`robotlab.messages.Message` objects."""
+        from robotlab.messages import Message
+
+        return [Message.from_dict(item) for item in self.output_data or []]
+
+    def tool_call_messages(self) -> list[Any]:
+        """``tool_calls_data`` as :class:`robotlab.messages.ToolResultMessage` objects."""
+        from robotlab.messages import Message
+
+        return [Message.from_dict(item) for item in self.tool_calls_data or []]
+
+    def to_robot_result(self) -> Any:
+        """The stored run as a :class:`robotlab.RobotResult` (its ``id`` is the run id)."""
+        from robotlab.result import RobotResult
+
+        result = RobotResult(
+            robot_name=self.robot_name, output=self.output_data or [], tool_calls=self.tool_calls_data or [],
+            created_at=self.created_at, id=self.run_id, stop_reason=self.stop_reason or None,
+            input_tokens=self.input_tokens, output_tokens=self.output_tokens, cost=float(self.cost or 0),
+            model=self.model or None,
+        )
+        result.duration = self.duration
+        result.delegated_by = self.delegated_by or None
+        return result
+
+
+class AbstractRunEvent(models.Model):
+    """One stream event of a run, kept so a reconnecting client can replay what it missed.
+
+    The concrete model adds ``thread`` and ``result`` foreign keys (``related_name="events"``).
+    """
+
+    run_id = models.CharField(_("run id"), max_length=64)
+    seq = models.PositiveIntegerField(_("sequence"))
+    kind = models.CharField(_("kind"), max_length=64)
+    ts = models.FloatField(_("timestamp"))
+    data = models.JSONField(_("data"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ("run_id", "seq")
+        verbose_name = _("run event")
+        verbose_name_plural = _("run events")
+        constraints = [
+            models.UniqueConstraint(fields=("run_id", "seq"), name="%(app_label)s_%(class)s_run_seq_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.seq}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as it went over the wire: ``{"kind", "run_id", "seq", "ts", **data}``."""
+        return {"kind": self.kind, "run_id": self.run_id, "seq": self.seq, "ts": self.ts, **(self.data or {})}

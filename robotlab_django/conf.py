@@ -1,0 +1,167 @@
+"""The app's settings: the only reader of ``settings.ROBOTLAB``.
+
+Every key is optional. Each property of :data:`app_settings` reads the setting afresh, so
+``override_settings`` and pytest-django's ``settings`` fixture work without a reset. Nothing here
+validates: :mod:`robotlab_django.checks` reports bad values (``manage.py check``), and a property
+returns what the user wrote. ``ROBOTLAB`` itself is treated as empty when it is not a dict.
+
+API keys never belong here: litellm reads them from the environment (``OPENAI_API_KEY``, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+from django.db import models
+from django.utils.module_loading import import_string
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One documented key of ``ROBOTLAB``: its default, the types it accepts and what it does."""
+
+    default: Any
+    types: tuple[type, ...]
+    doc: str
+    choices: tuple[Any, ...] = ()
+    nullable: bool = False
+
+
+#: Every key of ``settings.ROBOTLAB``, with its default and documentation (docs/django/settings.md
+#: is written from this table; a test keeps the two in step).
+SETTINGS: dict[str, Setting] = {
+    "DEFAULT_MODEL": Setting(
+        None, (str,), "litellm model name for robots built by the app that set none themselves "
+        "(neither in build() nor in their template); None leaves it to ROBOT_LAB_MODEL and the provider keys.",
+        nullable=True),
+    "LLM": Setting(
+        None, (str,), "Dotted path to (or a callable) returning the LLM object that app-built robots send "
+        "requests to when the caller passes none: 'robotlab.demo.DemoLLM' runs offline. None uses litellm.",
+        nullable=True),
+    "API_BASE": Setting(
+        None, (str,), "Endpoint for the litellm client of app-built robots (a proxy, an OpenAI-compatible "
+        "server, Ollama). None uses the provider's.", nullable=True),
+    "REQUEST_TIMEOUT": Setting(
+        None, (int, float), "Seconds per LLM request for app-built robots; None uses RobotLab's (120).",
+        nullable=True),
+    "LLM_MAX_RETRIES": Setting(
+        None, (int,), "litellm retries per request for app-built robots; None uses RobotLab's (3).",
+        nullable=True),
+    "MAX_TOOL_ROUNDS": Setting(
+        None, (int,), "Tool calls allowed per run for app-built robots that set no max_tool_rounds.",
+        nullable=True),
+    "ROBOTS": Setting(
+        {}, (dict,), "Extra robots by name: {'support': 'myapp.support.build'}; each value is a dotted path "
+        "to a factory (a callable returning a Robot, or a class with a build classmethod)."),
+    "AUTODISCOVER": Setting(
+        True, (bool,), "Import the robot modules (ROBOT_MODULES) of every installed app at startup."),
+    "ROBOT_MODULES": Setting(
+        ("robots",), (list, tuple), "Module names autodiscovered in each installed app; a package's "
+        "submodules are imported too (those starting with '_' are skipped)."),
+    "THREAD_MODEL": Setting(
+        "robotlab.Thread", (str,), "'app_label.Model' of the thread model the services use "
+        "(robotlab_install --models copies one into your app)."),
+    "RESULT_MODEL": Setting(
+        "robotlab.RobotResult", (str,), "'app_label.Model' of the robot result model the services use."),
+    "EVENT_MODEL": Setting(
+        "robotlab.RunEvent", (str,), "'app_label.Model' of the stream event model (events kept for replay)."),
+    "EXECUTOR": Setting(
+        "thread", (str,), "How queued runs (admin re-run, RobotJob.enqueue) execute: 'thread' runs them in a "
+        "background thread of this process once the transaction commits; 'sync' runs them at once.",
+        choices=("thread", "sync")),
+    "TASK_QUEUE": Setting(
+        "default", (str,), "Queue name given to jobs that name none (used by queue-based executors)."),
+    "MAX_MESSAGE_LENGTH": Setting(
+        32_000, (int,), "Longest user message, in characters, the services accept (ValueError beyond)."),
+    "ADMIN_USAGE_DAYS": Setting(
+        30, (int,), "Days shown by default on the admin usage page."),
+    "RETENTION_DAYS": Setting(
+        None, (int,), "Default age in days for 'manage.py robotlab_prune' when --older-than is not given; "
+        "None makes --older-than required.", nullable=True),
+}
+
+
+class AppSettings:
+    """Typed, always-fresh access to ``settings.ROBOTLAB`` (see :data:`SETTINGS`)."""
+
+    @property
+    def user_settings(self) -> Mapping[str, Any]:
+        """``settings.ROBOTLAB`` when it is a dict, else ``{}`` (check ``robotlab.E001`` reports it)."""
+        value = getattr(settings, "ROBOTLAB", {})
+        return value if isinstance(value, Mapping) else {}
+
+    @property
+    def raw(self) -> Any:
+        """``settings.ROBOTLAB`` exactly as written (``{}`` when missing)."""
+        return getattr(settings, "ROBOTLAB", {})
+
+    def get(self, key: str) -> Any:
+        """The value of ``key``: the user's, else the default. An unknown key raises ``KeyError``."""
+        default = SETTINGS[key].default
+        value = self.user_settings.get(key, default)
+        return dict(value) if isinstance(value, dict) else value
+
+    DEFAULT_MODEL = property(lambda self: self.get("DEFAULT_MODEL"), doc=SETTINGS["DEFAULT_MODEL"].doc)
+    LLM = property(lambda self: self.get("LLM"), doc=SETTINGS["LLM"].doc)
+    API_BASE = property(lambda self: self.get("API_BASE"), doc=SETTINGS["API_BASE"].doc)
+    REQUEST_TIMEOUT = property(lambda self: self.get("REQUEST_TIMEOUT"), doc=SETTINGS["REQUEST_TIMEOUT"].doc)
+    LLM_MAX_RETRIES = property(lambda self: self.get("LLM_MAX_RETRIES"), doc=SETTINGS["LLM_MAX_RETRIES"].doc)
+    MAX_TOOL_ROUNDS = property(lambda self: self.get("MAX_TOOL_ROUNDS"), doc=SETTINGS["MAX_TOOL_ROUNDS"].doc)
+    ROBOTS = property(lambda self: self.get("ROBOTS"), doc=SETTINGS["ROBOTS"].doc)
+    AUTODISCOVER = property(lambda self: self.get("AUTODISCOVER"), doc=SETTINGS["AUTODISCOVER"].doc)
+    ROBOT_MODULES = property(lambda self: tuple(self.get("ROBOT_MODULES")), doc=SETTINGS["ROBOT_MODULES"].doc)
+    THREAD_MODEL = property(lambda self: self.get("THREAD_MODEL"), doc=SETTINGS["THREAD_MODEL"].doc)
+    RESULT_MODEL = property(lambda self: self.get("RESULT_MODEL"), doc=SETTINGS["RESULT_MODEL"].doc)
+    EVENT_MODEL = property(lambda self: self.get("EVENT_MODEL"), doc=SETTINGS["EVENT_MODEL"].doc)
+    EXECUTOR = property(lambda self: self.get("EXECUTOR"), doc=SETTINGS["EXECUTOR"].doc)
+    TASK_QUEUE = property(lambda self: self.get("TASK_QUEUE"), doc=SETTINGS["TASK_QUEUE"].doc)
+    MAX_MESSAGE_LENGTH = property(lambda self: self.get("MAX_MESSAGE_LENGTH"),
+                                  doc=SETTINGS["MAX_MESSAGE_LENGTH"].doc)
+    ADMIN_USAGE_DAYS = property(lambda self: self.get("ADMIN_USAGE_DAYS"), doc=SETTINGS["ADMIN_USAGE_DAYS"].doc)
+    RETENTION_DAYS = property(lambda self: self.get("RETENTION_DAYS"), doc=SETTINGS["RETENTION_DAYS"].doc)
+
+    # -- resolved values -----------------------------------------------------------------
+    def thread_model(self) -> type[models.Model]:
+        """The model class named by ``THREAD_MODEL``."""
+        return apps.get_model(self.THREAD_MODEL)
+
+    def result_model(self) -> type[models.Model]:
+        """The model class named by ``RESULT_MODEL``."""
+        return apps.get_model(self.RESULT_MODEL)
+
+    def event_model(self) -> type[models.Model]:
+        """The model class named by ``EVENT_MODEL``."""
+        return apps.get_model(self.EVENT_MODEL)
+
+    def llm_factory(self) -> Callable[[], Any] | None:
+        """The callable named by ``LLM`` (imported when it is a dotted path), or ``None``."""
+        value = self.LLM
+        if value is None:
+            return None
+        return import_string(value) if isinstance(value, str) else value
+
+    def llm_client_options(self) -> dict[str, Any]:
+        """Keyword arguments for :class:`robotlab.llm.LLMClient` from the connection keys that are set."""
+        options = {"api_base": self.API_BASE, "timeout": self.REQUEST_TIMEOUT, "num_retries": self.LLM_MAX_RETRIES}
+        return {key: value for key, value in options.items() if value is not None}
+
+    # -- project values the scaffolding commands need --------------------------------------
+    @property
+    def project_root(self) -> Path:
+        """Where new apps are created: ``settings.BASE_DIR`` when set, else the working directory."""
+        base = getattr(settings, "BASE_DIR", None)
+        return Path(base) if base is not None else Path.cwd()
+
+    @property
+    def settings_module(self) -> str | None:
+        """The dotted name of the settings module (for a generated ``pytest.ini``)."""
+        return getattr(settings, "SETTINGS_MODULE", None)
+
+
+#: The app's settings object.
+app_settings = AppSettings()

@@ -1,0 +1,71 @@
+"""Django settings for the test suite.
+
+The database is SQLite in memory by default. ``ROBOTLAB_TEST_DB=postgres`` selects the PostgreSQL
+server on 127.0.0.1:5432 (user ``$PGUSER``, else ``postgres``; trust auth), or the URL in
+``ROBOTLAB_TEST_DATABASE_URL``; pytest-django creates and drops ``test_robotlab`` there.
+"""
+
+from __future__ import annotations
+
+import os
+
+import dj_database_url
+
+
+def _databases() -> dict[str, dict[str, object]]:
+    choice = os.environ.get("ROBOTLAB_TEST_DB", "sqlite").strip().lower()
+    if choice in {"postgres", "postgresql", "pg"}:
+        user = os.environ.get("PGUSER", "postgres")
+        url = os.environ.get("ROBOTLAB_TEST_DATABASE_URL") or f"postgres://{user}@127.0.0.1:5432/robotlab"
+        return {"default": dict(dj_database_url.parse(url))}
+    if choice != "sqlite":
+        raise ValueError(f"ROBOTLAB_TEST_DB must be 'sqlite' or 'postgres', not {choice!r}")
+    return {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:",
+                        "OPTIONS": {"transaction_mode": "IMMEDIATE"}}}
+
+
+SECRET_KEY = "not-a-secret-only-for-tests"
+DEBUG = False
+ALLOWED_HOSTS = ["testserver", "localhost"]
+USE_TZ = True
+TIME_ZONE = "UTC"
+DATABASES = _databases()
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "robotlab_django",
+    "tests.robotlab_django.robotapp",
+]
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+ROOT_URLCONF = "tests.robotlab_django.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STATIC_URL = "/static/"
+ROBOTLAB = {
+    "EXECUTOR": "sync",
+    "LLM": "robotlab.demo.DemoLLM",
+}
