@@ -14,6 +14,8 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from .budget import Ledger
     from .config import configure, get_config, reload_config
+    from .convergence import Convergence
+    from .delegation import DelegationFuture
     from .doom_loop import DoomLoopDetector
     from .errors import (
         AwaitTimeout,
@@ -30,15 +32,17 @@ if TYPE_CHECKING:
         ToolLoopError,
         ToolNotFoundError,
     )
+    from .history import HistoryCompressor, HistoryResult, search_history
+    from .memory import Memory, MemoryChange, StateProxy, Waiter, create_memory
     from .messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage, UserMessage
     from .result import RobotResult
-    from .robot import Robot, build
+    from .robot import DEFAULT_MAX_TOOLS, Robot, build
     from .run_config import RunConfig
     from .runnable import Runnable
     from .streaming import Chunk, Event
     from .tool_config import INHERIT, NONE
-    from .tool_manifest import ToolManifest
-    from .tools import AskUser, Tool, tool
+    from .tool_manifest import ToolDescriptor, ToolManifest, ToolRegistry, tool_registry
+    from .tools import AskUser, FunctionTool, Tool, tool
 
 _EXPORTS: dict[str, str] = {
     "AskUser": "tools",
@@ -47,14 +51,22 @@ _EXPORTS: dict[str, str] = {
     "BusError": "errors",
     "Chunk": "streaming",
     "ConfigurationError": "errors",
+    "Convergence": "convergence",
+    "DEFAULT_MAX_TOOLS": "robot",
+    "DelegationFuture": "delegation",
     "DelegationTimeout": "errors",
     "DependencyError": "errors",
     "DoomLoopDetector": "doom_loop",
     "Event": "streaming",
+    "FunctionTool": "tools",
+    "HistoryCompressor": "history",
+    "HistoryResult": "history",
     "INHERIT": "tool_config",
     "InferenceError": "errors",
     "Ledger": "budget",
     "MCPError": "errors",
+    "Memory": "memory",
+    "MemoryChange": "memory",
     "Message": "messages",
     "NONE": "tool_config",
     "RactorBoundaryError": "errors",
@@ -63,21 +75,28 @@ _EXPORTS: dict[str, str] = {
     "RobotResult": "result",
     "RunConfig": "run_config",
     "Runnable": "runnable",
+    "StateProxy": "memory",
     "TextMessage": "messages",
     "Tool": "tools",
     "ToolCallMessage": "messages",
+    "ToolDescriptor": "tool_manifest",
     "ToolError": "errors",
     "ToolLoopError": "errors",
     "ToolManifest": "tool_manifest",
     "ToolMessage": "messages",
     "ToolNotFoundError": "errors",
+    "ToolRegistry": "tool_manifest",
     "ToolResultMessage": "messages",
     "UserMessage": "messages",
+    "Waiter": "memory",
     "build": "robot",
     "configure": "config",
+    "create_memory": "memory",
     "get_config": "config",
     "reload_config": "config",
+    "search_history": "history",
     "tool": "tools",
+    "tool_registry": "tool_manifest",
 }
 
 __all__ = sorted(_EXPORTS)
