@@ -18,6 +18,7 @@ from . import streaming, tool_config
 from ._loop import RunState, raise_budget
 from ._runtime import get_loop, run_sync
 from .budget import Ledger
+from .bus import BusMessaging
 from .config import get_config
 from .errors import ConfigurationError
 from .llm import LLM, LLMClient
@@ -64,7 +65,7 @@ def _validate_tools_filter(value: Any) -> None:
             )
 
 
-class Robot(Runnable):
+class Robot(Runnable, BusMessaging):
     """An LLM agent. Build one with :func:`robotlab.build`; every option is keyword-only.
 
     Args:
@@ -198,6 +199,7 @@ class Robot(Runnable):
         }
         if limits:
             self.budget_ledger = Ledger(limits=limits)
+        self._init_bus_messaging()  # last: joins bus= under the final name
 
     # -- memory --------------------------------------------------------------------------
     @property
