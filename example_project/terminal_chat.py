@@ -14,8 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import robotlab  # noqa: E402
 from example_tools import calculate, current_time  # noqa: E402
+
+import robotlab  # noqa: E402
 from robotlab.demo import DemoLLM  # noqa: E402
 
 
