@@ -1,4 +1,4 @@
-"""The robot message bus: :class:`RobotMessage`, :class:`MessageBus`, :class:`BusPoller`, :class:`BusMessaging`.
+"""The robot message bus: RobotMessage, MessageBus, BusPoller and the BusMessaging robot mixin.
 
 Robots on one :class:`MessageBus` talk by name. Each robot listens on the channel named after it
 (robots that share a name all receive: fan-out), and every delivery to a robot goes through a
@@ -231,7 +231,8 @@ class MessageBus:
             if found is None:
                 raise BusError(f"Unknown channel: {name}")
             if found.type is not None and not isinstance(message, found.type):
-                raise TypeError(f"Expected {found.type.__name__}, got {type(message).__name__} on channel '{name}'")
+                expected, got = found.type.__name__, type(message).__name__
+                raise TypeError(f"Expected {expected}, got {got} on channel '{name}'")
             subscribers = list(found.subscribers.items())
         if not subscribers:
             logger.warning("MessageBus: message published on channel '%s', which has no subscribers", name)
@@ -413,7 +414,7 @@ def _takes_delivery(handler: Handler) -> bool:
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if not positional:
         raise TypeError(f"on_message handler must take (message) or (delivery, message), got {handler!r}")
-    return len(positional) >= 2
+    return len([p for p in positional if p.default is p.empty]) >= 2  # defaults (tag=tag) do not count
 
 
 def _task_text(message: RobotMessage) -> str:
@@ -448,13 +449,15 @@ class BusMessaging:
         bus, self.bus = self.bus, None
         if bus is not None:
             if not isinstance(bus, MessageBus):
-                raise ConfigurationError(f"Robot '{self.name}': bus= takes a robotlab.bus.MessageBus, got {bus!r}")
+                raise ConfigurationError(
+                    f"Robot '{self.name}': bus= takes a robotlab.bus.MessageBus, got {bus!r}"
+                )
             self.with_bus(bus)
 
     # -- state ---------------------------------------------------------------------------
     @property
     def outbox(self) -> dict[str, dict[str, Any]]:
-        """Sent messages by key: ``{"message": RobotMessage, "status": "sent" | "replied", "replies": [...]}``."""
+        """Sent messages by key: ``{"message": ..., "status": "sent" | "replied", "replies": [...]}``."""
         with self._bus_lock:
             return dict(self._outbox)
 
@@ -506,7 +509,7 @@ class BusMessaging:
         return message
 
     async def asend_message(self, *, to: str, content: str | dict[str, Any]) -> RobotMessage:
-        """:meth:`send_message` for coroutines: waits for the recipients' handlers without blocking the loop."""
+        """:meth:`send_message` for coroutines: waits for the recipients' handlers, not blocking the loop."""
         bus = self._require_bus()
         message = self._new_message(content, None)
         try:
@@ -539,9 +542,9 @@ class BusMessaging:
         """Handle incoming messages with ``handler`` (replacing any previous one); usable as a decorator.
 
         ``handler(message)`` gets the delivery acked before it is called; ``handler(delivery, message)``
-        acks or nacks it itself. It may be a coroutine function. When it raises, the delivery is
-        nacked if still pending and the error is logged by the poller as ``"BusPoller: delivery error:
-        Error handling bus message on robot '<name>': <msg>"``.
+        (two arguments without defaults, or ``*args``) acks or nacks it itself. It may be a coroutine
+        function. When it raises, the delivery is nacked if still pending and the poller logs
+        ``"BusPoller: delivery error: Error handling bus message on robot '<name>': <msg>"``.
         """
         self._handler_takes_delivery = _takes_delivery(handler)
         self._message_handler = handler
