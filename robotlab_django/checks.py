@@ -1,15 +1,150 @@
-"""System checks (placeholder, filled below)."""
+"""System checks for ``settings.ROBOTLAB`` (run by ``manage.py check``, ``runserver``, ``migrate``).
+
+===============  ===========================================================================
+``robotlab.E001`` ``ROBOTLAB`` is not a dict.
+``robotlab.E002`` A key has a value of the wrong type, outside its range, or not among its choices.
+``robotlab.E003`` A dotted path (``LLM``, ``ROBOTS``) does not import, or a model setting
+                  (``THREAD_MODEL``, ``RESULT_MODEL``, ``EVENT_MODEL``) names no installed model.
+``robotlab.E004`` ``ROBOTLAB`` holds what looks like an API key or secret.
+``robotlab.W001`` An unknown key (probably a typo; the hint suggests the closest key).
+``robotlab.W002`` No LLM is configured: runs will fail until a model or a provider key is set.
+===============  ===========================================================================
+
+Checks are registered in :meth:`robotlab_django.apps.RobotLabConfig.ready`; they never raise.
+"""
 
 from __future__ import annotations
 
+import difflib
+import re
+from collections.abc import Mapping
 from typing import Any
 
+from django.core.checks import CheckMessage, Error, Warning
+from django.utils.module_loading import import_string
 
-def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
-    """Validate ``settings.ROBOTLAB``."""
+from .conf import SETTINGS, app_settings
+
+__all__ = ["check_llm_available", "check_settings"]
+
+_SECRET = re.compile(r"(API_?KEY|SECRET|TOKEN|PASSWORD|_KEY$)", re.IGNORECASE)
+_POSITIVE = {"MAX_MESSAGE_LENGTH", "ADMIN_USAGE_DAYS", "RETENTION_DAYS", "MAX_TOOL_ROUNDS", "REQUEST_TIMEOUT"}
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _invalid(key: str, message: str, hint: str | None = None) -> Error:
+    return Error(f"ROBOTLAB['{key}'] {message}", hint=hint or SETTINGS[key].doc, id="robotlab.E002")
+
+
+def _value_errors(key: str, value: Any) -> list[CheckMessage]:
+    spec = SETTINGS[key]
+    if value is None:
+        return [] if spec.nullable else [_invalid(key, "must not be None.")]
+    if key == "LLM" and callable(value):
+        return []
+    accepted = spec.types
+    is_bool = isinstance(value, bool)
+    if (is_bool and bool not in accepted) or not isinstance(value, accepted):
+        names = " or ".join(t.__name__ for t in accepted)
+        return [_invalid(key, f"must be {names}, not {_type_name(value)} ({value!r}).")]
+    if spec.choices and value not in spec.choices:
+        return [_invalid(key, f"is {value!r}; choose one of: {', '.join(map(repr, spec.choices))}.")]
+    if key in _POSITIVE and value <= 0:
+        return [_invalid(key, f"must be greater than 0, not {value!r}.")]
+    if key == "LLM_MAX_RETRIES" and value < 0:
+        return [_invalid(key, f"must be 0 or more, not {value!r}.")]
+    if key == "ROBOT_MODULES":
+        bad = [item for item in value if not isinstance(item, str) or not _MODULE_NAME.match(item)]
+        if bad:
+            return [_invalid(key, f"must list module names; {bad!r} are not.")]
+    if key == "ROBOTS":
+        bad = [name for name, target in value.items()
+               if not isinstance(name, str) or not (isinstance(target, str) or callable(target))]
+        if bad:
+            return [_invalid(key, f"maps robot names to dotted paths; the entries {bad!r} are not.")]
     return []
 
 
-def check_llm_available(app_configs: Any = None, **kwargs: Any) -> list[Any]:
-    """Warn when no LLM is configured."""
+def _resolution_errors(key: str, value: Any) -> list[CheckMessage]:
+    if key == "LLM" and isinstance(value, str):
+        try:
+            import_string(value)
+        except ImportError as exc:
+            return [Error(f"ROBOTLAB['LLM'] = {value!r} cannot be imported: {exc}",
+                          hint="Give the dotted path of a callable returning an LLM, such as "
+                               "'robotlab.demo.DemoLLM'.", id="robotlab.E003")]
+    if key == "ROBOTS":
+        errors: list[CheckMessage] = []
+        for name, target in value.items():
+            if isinstance(target, str):
+                try:
+                    import_string(target)
+                except ImportError as exc:
+                    errors.append(Error(f"ROBOTLAB['ROBOTS']['{name}'] = {target!r} cannot be imported: {exc}",
+                                        hint="Give the dotted path of a robot factory (a function returning a "
+                                             "Robot, or a class with a build() classmethod).",
+                                        id="robotlab.E003"))
+        return errors
+    if key in {"THREAD_MODEL", "RESULT_MODEL", "EVENT_MODEL"}:
+        from django.apps import apps
+
+        try:
+            apps.get_model(value)
+        except (LookupError, ValueError) as exc:
+            return [Error(f"ROBOTLAB['{key}'] = {value!r} names no installed model: {exc}",
+                          hint="Use 'app_label.ModelName' of an installed app (robotlab_install --models "
+                               "writes such models).", id="robotlab.E003")]
     return []
+
+
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Validate every key of ``settings.ROBOTLAB`` (``robotlab.E001`` to ``E004``, ``W001``)."""
+    raw = app_settings.raw
+    if not isinstance(raw, Mapping):
+        return [Error(f"ROBOTLAB must be a dict, not {_type_name(raw)}.",
+                      hint="Write ROBOTLAB = {\"DEFAULT_MODEL\": \"openai/gpt-4o-mini\"} (every key is optional).",
+                      id="robotlab.E001")]
+    messages: list[CheckMessage] = []
+    for key, value in raw.items():
+        if not isinstance(key, str):
+            messages.append(Warning(f"ROBOTLAB has a key that is not a string: {key!r}.", id="robotlab.W001"))
+            continue
+        if key not in SETTINGS:
+            if _SECRET.search(key):
+                messages.append(Error(
+                    f"ROBOTLAB['{key}'] looks like an API key or secret; RobotLab never reads keys from settings.",
+                    hint="Remove it and set the provider's environment variable (OPENAI_API_KEY, "
+                         "ANTHROPIC_API_KEY, ...), which litellm reads.", id="robotlab.E004"))
+                continue
+            close = difflib.get_close_matches(key, list(SETTINGS), n=1)
+            messages.append(Warning(
+                f"ROBOTLAB has an unknown key '{key}'; it is ignored.",
+                hint=f"Did you mean '{close[0]}'?" if close else f"Known keys: {', '.join(sorted(SETTINGS))}.",
+                id="robotlab.W001"))
+            continue
+        errors = _value_errors(key, value)
+        messages.extend(errors or _resolution_errors(key, value))
+    return messages
+
+
+def check_llm_available(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``robotlab.W002`` when robots have no model to use (no setting, no ``ROBOT_LAB_MODEL``, no key)."""
+    if not isinstance(app_settings.raw, Mapping) or app_settings.LLM or app_settings.DEFAULT_MODEL:
+        return []
+    from robotlab.config import PROVIDER_KEY_VARIABLES, get_config
+
+    try:
+        if get_config().default_model():
+            return []
+    except Exception:  # a broken RobotLab config file is reported when a robot runs
+        return []
+    keys = ", ".join(PROVIDER_KEY_VARIABLES.values())
+    return [Warning(
+        "No LLM is configured: robots that set no model of their own will fail to run.",
+        hint=f"Set ROBOTLAB['DEFAULT_MODEL'] or ROBOT_LAB_MODEL and a provider key ({keys}); for an offline "
+             "demo set ROBOTLAB['LLM'] = 'robotlab.demo.DemoLLM'. Silence with SILENCED_SYSTEM_CHECKS.",
+        id="robotlab.W002")]

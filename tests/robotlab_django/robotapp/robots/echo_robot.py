@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import robotlab
-
 from robotlab_django.registry import register_robot
 
 

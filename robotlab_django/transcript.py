@@ -1,0 +1,135 @@
+"""A thread's transcript: as data for JSON export, and as display items for the admin.
+
+The transcript comes from each run's stored chat messages: user turns, assistant replies,
+tool calls (name and arguments) and tool results, in order. Nothing here produces HTML;
+templates render the items with autoescaping on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, Sum
+
+from .encoders import RobotLabJSONEncoder
+
+__all__ = ["TranscriptItem", "TranscriptRun", "export_thread", "export_threads", "run_items", "transcript_runs"]
+
+#: Result fields included in an export, in order.
+EXPORTED_FIELDS = (
+    "sequence_number", "robot_name", "status", "input", "reply", "messages", "output_data", "tool_calls_data",
+    "stop_reason", "checksum", "model", "input_tokens", "output_tokens", "cost", "duration", "error",
+    "error_type", "delegated_by", "run_id", "task_id", "attempts", "created_at", "started_at", "finished_at",
+)
+
+
+@dataclass(frozen=True)
+class TranscriptItem:
+    """One line of a transcript: ``kind`` is ``user``, ``assistant``, ``tool_call`` or ``tool_result``."""
+
+    kind: str
+    text: str
+    name: str = ""
+    call_id: str = ""
+
+
+@dataclass
+class TranscriptRun:
+    """One run with its items, for display."""
+
+    result: Any
+    items: list[TranscriptItem] = field(default_factory=list)
+
+
+def _pretty(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(value, str):
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, cls=RobotLabJSONEncoder)
+
+
+def _content(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):  # content parts
+        return "\n".join(str(part.get("text", part)) if isinstance(part, dict) else str(part) for part in value)
+    return value if isinstance(value, str) else _pretty(value)
+
+
+def run_items(result: Any) -> list[TranscriptItem]:
+    """The transcript items of one run, from its stored messages (its input when it has none)."""
+    messages = result.messages or []
+    if not messages:
+        return [TranscriptItem("user", result.input)] if result.input else []
+    items: list[TranscriptItem] = []
+    names: dict[str, str] = {}
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            items.append(TranscriptItem("user", _content(message.get("content"))))
+        elif role == "assistant":
+            text = _content(message.get("content"))
+            if text:
+                items.append(TranscriptItem("assistant", text))
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                call_id = str(call.get("id") or "")
+                names[call_id] = str(function.get("name") or "")
+                items.append(TranscriptItem("tool_call", _pretty(function.get("arguments") or "{}"),
+                                            name=names[call_id], call_id=call_id))
+        elif role == "tool":
+            call_id = str(message.get("tool_call_id") or "")
+            name = str(message.get("name") or names.get(call_id, ""))
+            items.append(TranscriptItem("tool_result", _pretty(message.get("content")), name=name, call_id=call_id))
+    return items
+
+
+def transcript_runs(results: Iterable[Any]) -> list[TranscriptRun]:
+    """Display items for each run of ``results`` (already ordered)."""
+    return [TranscriptRun(result=result, items=run_items(result)) for result in results]
+
+
+def _result_dict(result: Any) -> dict[str, Any]:
+    data = {name: getattr(result, name) for name in EXPORTED_FIELDS}
+    data["cost"] = str(result.cost)
+    return data
+
+
+def export_thread(thread: Any) -> dict[str, Any]:
+    """Everything stored about ``thread`` as JSON-ready data: the thread, its totals and its runs."""
+    results = list(thread.results.order_by("sequence_number"))
+    totals = thread.results.aggregate(runs=Count("pk"), input_tokens=Sum("input_tokens"),
+                                      output_tokens=Sum("output_tokens"), cost=Sum("cost"))
+    return {
+        "session_id": thread.session_id,
+        "robot_name": thread.robot_name,
+        "user": str(thread.user) if thread.user_id else None,
+        "initial_input": thread.initial_input,
+        "input_metadata": thread.input_metadata,
+        "state_data": thread.state_data,
+        "last_user_message": thread.last_user_message,
+        "last_user_message_at": thread.last_user_message_at,
+        "created_at": thread.created_at,
+        "updated_at": thread.updated_at,
+        "totals": {"runs": totals["runs"] or 0, "input_tokens": totals["input_tokens"] or 0,
+                   "output_tokens": totals["output_tokens"] or 0, "cost": str(totals["cost"] or 0)},
+        "results": [_result_dict(result) for result in results],
+    }
+
+
+#: ``<``, ``>`` and ``&`` become JSON escapes (as in Django's ``json_script``): the parsed data is the
+#: same, and no browser can take a download for HTML.
+_HTML_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def export_threads(threads: Iterable[Any]) -> str:
+    """The JSON text of :func:`export_thread` for each thread (``{"threads": [...]}``), indented."""
+    data = {"threads": [export_thread(thread) for thread in threads]}
+    return json.dumps(data, indent=2, ensure_ascii=False, cls=RobotLabJSONEncoder).translate(_HTML_ESCAPES)
