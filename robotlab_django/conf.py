@@ -92,6 +92,8 @@ class AppSettings:
     @property
     def user_settings(self) -> Mapping[str, Any]:
         """``settings.ROBOTLAB`` when it is a dict, else ``{}`` (check ``robotlab.E001`` reports it)."""
+        if not settings.configured:  # a robot module imported outside Django (a plain pytest run)
+            return {}
         value = getattr(settings, "ROBOTLAB", {})
         return value if isinstance(value, Mapping) else {}
 

@@ -1,0 +1,1 @@
+"""robotlab_install, startrobot, startrobotjob and robotlab_prune."""
