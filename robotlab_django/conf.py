@@ -10,13 +10,14 @@ API keys never belong here: litellm reads them from the environment (``OPENAI_AP
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.apps import apps
-from django.conf import settings
+from django.conf import ENVIRONMENT_VARIABLE, settings
 from django.db import models
 from django.utils.module_loading import import_string
 
@@ -162,7 +163,7 @@ class AppSettings:
     @property
     def settings_module(self) -> str | None:
         """The dotted name of the settings module (for a generated ``pytest.ini``)."""
-        return getattr(settings, "SETTINGS_MODULE", None)
+        return getattr(settings, "SETTINGS_MODULE", None) or os.environ.get(ENVIRONMENT_VARIABLE) or None
 
 
 #: The app's settings object.

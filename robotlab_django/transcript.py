@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import Count, Sum
@@ -96,9 +97,13 @@ def transcript_runs(results: Iterable[Any]) -> list[TranscriptRun]:
     return [TranscriptRun(result=result, items=run_items(result)) for result in results]
 
 
+def _money(value: Any) -> str:
+    return str(Decimal(value or 0).quantize(Decimal("0.00000001")))
+
+
 def _result_dict(result: Any) -> dict[str, Any]:
     data = {name: getattr(result, name) for name in EXPORTED_FIELDS}
-    data["cost"] = str(result.cost)
+    data["cost"] = _money(result.cost)
     return data
 
 
@@ -119,7 +124,7 @@ def export_thread(thread: Any) -> dict[str, Any]:
         "created_at": thread.created_at,
         "updated_at": thread.updated_at,
         "totals": {"runs": totals["runs"] or 0, "input_tokens": totals["input_tokens"] or 0,
-                   "output_tokens": totals["output_tokens"] or 0, "cost": str(totals["cost"] or 0)},
+                   "output_tokens": totals["output_tokens"] or 0, "cost": _money(totals["cost"])},
         "results": [_result_dict(result) for result in results],
     }
 
