@@ -1,0 +1,25 @@
+"""benchmarks/history.py runs standalone and its query counts hold (timings are reported, not asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_history_benchmark_runs_and_query_counts_stay_flat() -> None:
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "history.py"
+    process = subprocess.run([sys.executable, str(script), "--db", "sqlite", "--repeat", "2", "--json"],
+                             capture_output=True, text=True, timeout=600)
+    assert process.returncode == 0, process.stderr
+    report = json.loads(process.stdout)
+    result = report["results"][0]
+    assert result["vendor"] == "sqlite" and result["history_messages"] == 1000
+    assert result["history_queries"] <= report["targets"]["history_queries"]
+    assert result["admin_queries"] == result["admin_queries_last_page"] == result["admin_queries_20_rows"]
+    assert result["history_ms_median"] > 0 and result["admin_ms_median"] > 0
