@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
 
 HISTORY_MESSAGES = 1_000
 ADMIN_RESULTS = 10_000
-TARGETS = {
+TARGETS: dict[str, Any] = {
     "history_ms": {"sqlite": 20.0, "postgres": 30.0},
     "history_queries": 3,
     "admin_ms": 300.0,
@@ -120,7 +120,7 @@ def _seed_history(session_id: str) -> None:
     rows = []
     for number in range(1, HISTORY_MESSAGES // 4 + 1):
         call_id = f"call_{number}"
-        messages = [
+        messages: list[dict[str, Any]] = [
             {"role": "user", "content": f"Question {number}: where is order {number}? " + "details " * 20},
             {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {
                 "name": "lookup_order", "arguments": json.dumps({"order_id": number})}}]},

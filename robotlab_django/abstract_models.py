@@ -96,11 +96,11 @@ class AbstractThread(models.Model):
 
     def last_result(self) -> Any:
         """The result with the highest sequence number, or ``None``."""
-        return self.results.order_by("-sequence_number").first()  # type: ignore[attr-defined]
+        return self.results.order_by("-sequence_number").first()
 
     def message_count(self) -> int:
         """How many results the thread has (Rails ``message_count``)."""
-        return int(self.results.count())  # type: ignore[attr-defined]
+        return int(self.results.count())
 
 
 class RobotResultQuerySet(models.QuerySet):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from django.core.checks import CheckMessage, Error, Warning
 from django.utils.module_loading import import_string
@@ -51,6 +51,7 @@ def _value_errors(key: str, value: Any) -> list[CheckMessage]:
     if (is_bool and bool not in accepted) or not isinstance(value, accepted):
         names = " or ".join(t.__name__ for t in accepted)
         return [_invalid(key, f"must be {names}, not {_type_name(value)} ({value!r}).")]
+    value = cast(Any, value)  # its type was checked above
     if spec.choices and value not in spec.choices:
         return [_invalid(key, f"is {value!r}; choose one of: {', '.join(map(repr, spec.choices))}.")]
     if key in _POSITIVE and value <= 0:

@@ -44,7 +44,8 @@ def test_resolved_models_and_llm_factory(settings: Any) -> None:
     assert app_settings.llm_factory() is DemoLLM
     marker = object()
     settings.ROBOTLAB = {"LLM": lambda: marker}
-    assert app_settings.llm_factory()() is marker
+    factory = app_settings.llm_factory()
+    assert factory is not None and factory() is marker
     settings.ROBOTLAB = {}
     assert app_settings.llm_factory() is None
 

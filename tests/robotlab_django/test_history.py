@@ -12,7 +12,7 @@ from robotlab_django.models import RobotResult, Status, Thread
 pytestmark = pytest.mark.django_db
 
 
-def _run(thread: Thread, number: int, status: str = Status.COMPLETED, robot: str = "echo") -> RobotResult:
+def _run(thread: Thread, number: int, status: Any = Status.COMPLETED, robot: str = "echo") -> RobotResult:
     messages = [{"role": "user", "content": f"q{number}"}, {"role": "assistant", "content": f"a{number}"}]
     return RobotResult.objects.create(thread=thread, sequence_number=number, robot_name=robot, status=status,
                                       messages=messages)

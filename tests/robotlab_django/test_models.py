@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.db import IntegrityError, transaction
@@ -82,7 +83,7 @@ def test_run_events_are_unique_per_run_and_replay_as_dicts() -> None:
         RunEvent.objects.create(thread=thread, run_id="r1", seq=1, kind="text.delta", ts=3.0)
 
 
-def test_json_fields_store_values_json_cannot(django_user_model: type) -> None:
+def test_json_fields_store_values_json_cannot(django_user_model: Any) -> None:
     thread = Thread.objects.create(state_data={"tags": {"b", "a"}, "when": uuid.UUID(int=1), "obj": object()})
     thread.refresh_from_db()
     assert thread.state_data["tags"] == ["a", "b"]
@@ -90,7 +91,7 @@ def test_json_fields_store_values_json_cannot(django_user_model: type) -> None:
     assert thread.state_data["obj"].startswith("<object object")
 
 
-def test_threads_for_a_user(django_user_model: type) -> None:
+def test_threads_for_a_user(django_user_model: Any) -> None:
     owner = django_user_model.objects.create_user("owner")
     mine = Thread.objects.create(user=owner)
     Thread.objects.create()

@@ -144,7 +144,7 @@ def test_append_result_retries_a_sequence_clash() -> None:
     assert list(RobotResult.objects.values_list("robot_name", flat=True)) == ["echo"]
 
 
-def test_the_owner_is_set_on_new_threads(django_user_model: type) -> None:
+def test_the_owner_is_set_on_new_threads(django_user_model: Any) -> None:
     user = django_user_model.objects.create_user("ann")
     row = services.run_robot(None, "echo", "hi", user=user, llm=FakeLLM([text("hello")]))
     assert row.thread.user == user
