@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import streaming, tool_config
+from ._hooking import Hooking
 from ._loop import RunState, raise_budget
 from ._runtime import get_loop, run_sync
 from .budget import Ledger
@@ -31,6 +32,7 @@ from .tool_manifest import tool_registry
 from .tools import FunctionTool, Tool
 
 if TYPE_CHECKING:
+    from .hooks import RunHookContext
     from .memory import Memory
 
 __all__ = ["DEFAULT_MAX_TOOLS", "Robot", "build"]
@@ -65,7 +67,7 @@ def _validate_tools_filter(value: Any) -> None:
             )
 
 
-class Robot(Runnable, BusMessaging):
+class Robot(Runnable, BusMessaging, Hooking):
     """An LLM agent. Build one with :func:`robotlab.build`; every option is keyword-only.
 
     Args:
@@ -199,6 +201,7 @@ class Robot(Runnable, BusMessaging):
         }
         if limits:
             self.budget_ledger = Ledger(limits=limits)
+        self._init_hooking()
         self._init_bus_messaging()  # last: joins bus= under the final name
 
     # -- memory --------------------------------------------------------------------------
@@ -445,6 +448,7 @@ class Robot(Runnable, BusMessaging):
         on_content: ContentCallback | None = None,
         on_event: Callable[[Event], Any] | None = None,
         run_id: str | None = None,
+        hooks: Any = None,
         **template_context: Any,
     ) -> RobotResult:
         """Send ``message`` and run the tool loop until the model answers.
@@ -462,6 +466,7 @@ class Robot(Runnable, BusMessaging):
             on_content: A per-call text callback, called after the robot's own.
             on_event: Receives every :class:`~robotlab.streaming.Event` of the run.
             run_id: The id carried by events (random by default).
+            hooks: :class:`~robotlab.Hook` subclasses (one or a list) active for this run only.
             template_context: Template parameters for this run; an error when the robot has no template.
         """
         if template_context:
@@ -484,15 +489,19 @@ class Robot(Runnable, BusMessaging):
         run_memory.current_writer = self.name
         self._run_memory = run_memory
         try:
-            return await self._execute(message, tools=tools, mcp=mcp, network_config=network_config,
-                                       on_content=on_content, on_event=on_event, run_id=run_id)
+            return await self._run_hooked(
+                message, network=network, task=task, memory=run_memory, per_run_hooks=hooks,
+                execute=lambda ctx: self._execute(ctx.request, tools=tools, mcp=mcp, network_config=network_config,
+                                                  on_content=on_content, on_event=on_event, run_id=run_id,
+                                                  run_context=ctx),
+            )
         finally:
             run_memory.current_writer = previous_writer
             self._run_memory = previous_memory
 
     async def _execute(self, message: Any, *, tools: Any, mcp: Any, network_config: RunConfig | None,
                        on_content: ContentCallback | None, on_event: Callable[[Event], Any] | None,
-                       run_id: str | None) -> RobotResult:
+                       run_id: str | None, run_context: RunHookContext | None = None) -> RobotResult:
         emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None
         callbacks = [*self._content_callbacks, *([on_content] if on_content else [])]
         text = None if message is None else str(message)
@@ -518,7 +527,7 @@ class Robot(Runnable, BusMessaging):
         if emitter is not None:
             emitter.emit(streaming.RUN_STARTED, robot=self.name, message=text)
         try:
-            result = await state.execute()
+            result = await self._generate(state, run_context)
         except BaseException as exc:
             if emitter is not None:
                 emitter.emit(streaming.RUN_FAILED, robot=self.name, error=str(exc), error_type=type(exc).__name__)

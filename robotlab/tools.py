@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO, get_type_hints, overloa
 
 import pydantic
 
+from . import hooks
 from .errors import ToolError
 
 if TYPE_CHECKING:
@@ -236,27 +237,40 @@ class Tool:
         """Validate ``arguments`` (a dict or the model's JSON text) and run the tool.
 
         A failure is returned as ``"Error (<name>): <message>"`` unless the class sets
-        ``raise_on_error``.
+        ``raise_on_error``. The call runs inside the ``tool_call`` hook family (the registries of the
+        run in progress, else the global ones and the robot's) and returns ``ctx.tool_result``.
         """
-        try:
-            if arguments is None or arguments == "":
-                arguments = {}
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except json.JSONDecodeError as exc:
-                    raise ToolError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})") from None
-            kwargs = self.validate_arguments(arguments)  # type: ignore[arg-type]
-            return await self._invoke(kwargs)
-        except ToolError as exc:
-            if type(self).raise_on_error:
-                raise
-            return self.error_text(exc)
-        except Exception as exc:
-            if type(self).raise_on_error:
-                raise
-            logger.warning("Tool '%s' error: %s: %s", self.name, type(exc).__name__, exc)
-            return self.error_text(exc)
+        parsed: Any = {} if arguments is None or arguments == "" else arguments
+        invalid: ToolError | None = None
+        if isinstance(parsed, str):
+            try:
+                parsed = json.loads(parsed)
+            except json.JSONDecodeError as exc:
+                invalid = ToolError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
+        context = hooks.ToolCallHookContext(tool=self, tool_args=parsed, robot=self.robot)
+
+        async def execute() -> None:
+            try:
+                if invalid is not None:
+                    raise invalid
+                context.tool_result = await self._invoke(self.validate_arguments(parsed))
+            except ToolError as exc:
+                context.tool_error = exc
+                if type(self).raise_on_error:
+                    raise
+                context.tool_result = self.error_text(exc)
+            except Exception as exc:
+                context.tool_error = exc
+                if type(self).raise_on_error:
+                    raise
+                logger.warning("Tool '%s' error: %s: %s", self.name, type(exc).__name__, exc)
+                context.tool_result = self.error_text(exc)
+
+        scope = hooks.current_hook_scope()
+        if scope is None:
+            scope = hooks.HookScope((hooks.get_hooks(), getattr(self.robot, "hooks", None)), ())
+        await hooks.run("tool_call", context, execute, registries=scope.registries, per_run_hooks=scope.per_run_hooks)
+        return context.tool_result
 
     def call(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
         """Synchronous :meth:`acall`."""
