@@ -1,0 +1,35 @@
+"""The Django docs pages keep up with the code: every setting, check id and command is documented."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from robotlab_django.conf import SETTINGS
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "django"
+
+
+def test_every_setting_is_documented_with_its_default() -> None:
+    page = (DOCS / "settings.md").read_text()
+    for key, spec in SETTINGS.items():
+        default = repr(spec.default).replace("'", '"')
+        row = re.search(rf"^\| `{key}` \| `([^`]*)` \|", page, re.MULTILINE)
+        assert row, key
+        assert row.group(1) == default, (key, row.group(1), default)
+
+
+def test_every_check_id_is_documented() -> None:
+    source = (Path(__file__).resolve().parents[2] / "robotlab_django" / "checks.py").read_text()
+    ids = set(re.findall(r'id="(robotlab\.[EW]\d{3})"', source))
+    page = (DOCS / "checks.md").read_text()
+    assert ids == set(re.findall(r"`(robotlab\.[EW]\d{3})`", page))
+
+
+def test_every_command_is_documented() -> None:
+    commands = {path.stem for path in (Path(__file__).resolve().parents[2] / "robotlab_django" / "management"
+                                       / "commands").glob("[a-z]*.py")}
+    text = (DOCS / "scaffolding.md").read_text() + (DOCS / "models.md").read_text()
+    assert commands == {"robotlab_install", "startrobot", "startrobotjob", "robotlab_prune"}
+    for command in commands:
+        assert command in text
