@@ -205,6 +205,9 @@ class Hooking:
         return self
 
     def _context_window(self) -> int:
+        """The model's context window in tokens, as litellm knows it, else :data:`DEFAULT_CONTEXT_WINDOW`."""
+        if self.model is None:
+            return DEFAULT_CONTEXT_WINDOW
         try:
             from .llm import load_litellm
 

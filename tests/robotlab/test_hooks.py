@@ -673,3 +673,33 @@ def test_compress_history_drops_unrelated_old_turns() -> None:
     robot.replace_messages(old + recent)
     assert robot.compress_history() is robot
     assert robot.messages == recent
+
+
+class FakeLiteLLM:
+    def __init__(self, windows: dict[str, int]) -> None:
+        self.windows = windows
+
+    def get_model_info(self, model: str) -> dict[str, Any]:
+        if model not in self.windows:
+            raise ValueError(f"unknown model {model}")
+        return {"max_input_tokens": self.windows[model]}
+
+
+def test_context_window_comes_from_litellm_and_defaults_when_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("robotlab.llm.load_litellm", lambda: FakeLiteLLM({"openai/tiny": 20}))
+    long_question = "Please explain the difference between lists and tuples in Python in detail " * 2
+    compact = {"auto_compact": "context_window"}
+    tiny = robotlab.build(llm=FakeLLM(["a1", "a2"]), model="openai/tiny", config=compact)
+    tiny.on(CompactionSpy)
+    assert tiny._context_window() == 20
+    tiny.run(long_question)
+    tiny.run("again")
+    assert calls == ["before:context_window:2", "after:2"]  # 40 estimated tokens >= 0.8 * 20
+
+    calls.clear()
+    unknown = robotlab.build(llm=FakeLLM(["a1", "a2"]), model="openai/other", config=compact)
+    unknown.on(CompactionSpy)
+    assert unknown._context_window() == 200_000
+    unknown.run(long_question)
+    unknown.run("again")
+    assert calls == []
