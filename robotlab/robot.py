@@ -34,6 +34,7 @@ from .tools import FunctionTool, Tool
 if TYPE_CHECKING:
     from .hooks import RunHookContext
     from .memory import Memory
+    from .task import FlowResult
 
 __all__ = ["DEFAULT_MAX_TOOLS", "Robot", "build"]
 
@@ -551,6 +552,18 @@ class Robot(Runnable, BusMessaging, Hooking):
     def run(self, message: Any = None, **options: Any) -> RobotResult:
         """Synchronous :meth:`arun` (runs on RobotLab's background event loop)."""
         return run_sync(self.arun(message, **options))
+
+    async def call(self, result: FlowResult) -> FlowResult:
+        """The network step: run on a :class:`~robotlab.task.FlowResult` and return the next one.
+
+        The message is the result's value (an upstream robot's reply) or the run's message; extra run
+        parameters are template parameters. Returns ``result.with_context(self.name, robot_result)
+        .continue_(robot_result)``; an exception becomes the reply ``"Error: <ClassName>: <message>"``.
+        Override it to route: ``return (await super().call(result)).activate("billing")``.
+        """
+        from .task import run_robot_step
+
+        return await run_robot_step(self, result)
 
     async def astream(self, message: Any = None, **options: Any) -> AsyncIterator[Event]:
         """Run and yield each :class:`~robotlab.streaming.Event` as it happens.
