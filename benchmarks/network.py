@@ -1,0 +1,179 @@
+"""B3: a ten-robot network with parallel branches, over the real litellm path against the fake server.
+
+1 planner -> 8 parallel workers -> 1 reducer; every LLM call takes L = 200 ms (``server.latency``). The sum
+of the calls is 10 L = 2,000 ms. The spec (reliability_perf.md B3) states a critical path of 400 ms, but the
+longest chain is planner -> worker -> reducer, three sequential calls: 3 L = 600 ms. No scheduler can beat
+that, so the target wall <= 1.05 x critical path + 50 ms is checked against 600 ms, and the ratio to the
+spec's 400 ms is printed too.
+
+Also measured: the fake server's own concurrency (8 simultaneous litellm calls), the same DAG with one
+worker failing (HTTP 500: it becomes an error result and the run goes on), and the DAG where every worker
+makes one tool call first (two LLM calls a worker, critical path 4 L).
+
+    .venv/bin/python benchmarks/network.py [--runs 5] [--latency 0.2] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import robotlab  # noqa: E402
+from robotlab.llm import LLMClient, load_litellm  # noqa: E402
+from robotlab.network import Network, create_network  # noqa: E402
+from robotlab.testing.server import FakeLLMServer, call, fault, reply  # noqa: E402
+
+MODEL = "openai/gpt-4o-mini"
+WORKERS = 8
+
+
+@robotlab.tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+def responder(body: dict[str, Any]) -> Any:
+    """Answer by robot (named in the system prompt): a failing worker gets a 500, tool users call once."""
+    system = str(body["messages"][0].get("content", ""))
+    last = body["messages"][-1]
+    if "FAIL" in system:
+        return fault(500, message="worker down")
+    if body.get("tools") and last.get("role") == "user":
+        return call("lookup", key="k")
+    return reply(f"done by {system.split()[-1]}")
+
+
+def build_network(server: FakeLLMServer, *, failing: bool = False, tools: bool = False) -> Network:
+    def robot(name: str, *, fail: bool = False, with_tool: bool = False) -> robotlab.Robot:
+        client = LLMClient(api_base=server.base_url, api_key="sk-fake", num_retries=0)
+        prompt = f"{'FAIL ' if fail else ''}You are {name}"
+        return robotlab.build(name=name, system_prompt=prompt, model=MODEL, llm=client,
+                              local_tools=[lookup] if with_tool else [])
+
+    network = create_network(name="b3")
+    network.task("planner", robot("planner"))
+    for i in range(WORKERS):
+        network.task(f"worker{i}", robot(f"worker{i}", fail=failing and i == 3, with_tool=tools),
+                     depends_on="planner")
+    network.task("reducer", robot("reducer"), depends_on=[f"worker{i}" for i in range(WORKERS)])
+    return network.validate()
+
+
+async def time_network(network: Network, runs: int) -> list[float]:
+    walls = []
+    for _ in range(runs):
+        for robot in network.crew:
+            robot.clear_messages()
+        start = time.perf_counter()
+        result = await network.arun("Plan, work, reduce.")
+        walls.append(time.perf_counter() - start)
+        assert result.value.robot_name == "reducer", result
+        assert len(result.context) == 3 + WORKERS, list(result.context)  # run_params + 10 robots
+    return walls
+
+
+async def server_concurrency(server: FakeLLMServer) -> tuple[float, float]:
+    """Wall time of 8 simultaneous requests: raw HTTP (the server alone), then through litellm (warmed up)."""
+    import httpx
+
+    body = {"model": "gpt-4o-mini", "messages": [{"role": "system", "content": "You are probe"},
+                                                 {"role": "user", "content": "hi"}]}
+    async with httpx.AsyncClient() as client:
+        url = f"{server.base_url}/chat/completions"
+        await asyncio.gather(*(client.post(url, json=body) for _ in range(WORKERS)))
+        start = time.perf_counter()
+        await asyncio.gather(*(client.post(url, json=body) for _ in range(WORKERS)))
+        raw = time.perf_counter() - start
+    litellm = load_litellm()
+    kwargs = {"model": MODEL, "api_base": server.base_url, "api_key": "sk-fake", "max_retries": 0}
+    for _ in range(2):  # warm-up: connections
+        await asyncio.gather(*(litellm.acompletion(messages=body["messages"], **kwargs) for _ in range(WORKERS)))
+    start = time.perf_counter()
+    await asyncio.gather(*(litellm.acompletion(messages=body["messages"], **kwargs) for _ in range(WORKERS)))
+    return raw, time.perf_counter() - start
+
+
+async def measured_chain(server: FakeLLMServer, runs: int) -> float:
+    """The critical path as this stack runs it: three robot calls one after another (median)."""
+    robot = robotlab.build(name="chain", system_prompt="You are chain", model=MODEL,
+                           llm=LLMClient(api_base=server.base_url, api_key="sk-fake", num_retries=0))
+    walls = []
+    for _ in range(runs + 1):
+        robot.clear_messages()
+        start = time.perf_counter()
+        for _ in range(3):
+            await robot.arun("next")
+        walls.append(time.perf_counter() - start)
+    return statistics.median(walls[1:])
+
+
+def report(label: str, walls: list[float], critical: float, total: float) -> dict[str, Any]:
+    wall = statistics.median(walls)
+    target = critical * 1.05 + 0.050
+    row = {"wall_ms": wall * 1e3, "min_ms": min(walls) * 1e3, "max_ms": max(walls) * 1e3,
+           "critical_path_ms": critical * 1e3, "sum_ms": total * 1e3, "wall_over_critical": wall / critical,
+           "wall_over_sum": wall / total, "target_ms": target * 1e3, "meets_target": wall <= target}
+    print(f"{label:<26} wall {row['wall_ms']:7.1f} ms (min {row['min_ms']:.1f}, max {row['max_ms']:.1f})  "
+          f"critical {row['critical_path_ms']:6.0f} ms  sum {row['sum_ms']:6.0f} ms  "
+          f"wall/critical {row['wall_over_critical']:.3f}  wall/sum {row['wall_over_sum']:.3f}  "
+          f"target <= {row['target_ms']:.0f} ms: {'PASS' if row['meets_target'] else 'FAIL'}")
+    return row
+
+
+async def bench(runs: int, latency: float) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    with FakeLLMServer(responder=responder, latency=latency) as server:
+        raw, through_litellm = await server_concurrency(server)
+        verdict = "concurrent" if raw < 1.5 * latency else "SERIALISED"
+        print(f"fake server: {WORKERS} simultaneous requests at {latency * 1e3:.0f} ms latency took "
+              f"{raw * 1e3:.1f} ms over raw HTTP -> {verdict}; {through_litellm * 1e3:.1f} ms through litellm")
+        results["server"] = {"parallel_raw_http_ms": raw * 1e3, "parallel_litellm_ms": through_litellm * 1e3,
+                             "concurrent": raw < 1.5 * latency}
+        chain = await measured_chain(server, runs)
+        print(f"measured critical path (3 sequential robot calls over litellm): {chain * 1e3:.1f} ms")
+        results["measured_chain_ms"] = chain * 1e3
+        plain = build_network(server)
+        await time_network(plain, 1)  # warm-up
+        critical, total = 3 * latency, (WORKERS + 2) * latency
+        walls = await time_network(plain, runs)
+        results["b3"] = report("B3 1 -> 8 -> 1", walls, critical, total)
+        results["b3_vs_measured_chain"] = report("  vs measured chain", walls, chain, total)
+        stated = 2 * latency
+        results["b3"]["wall_over_stated_400ms"] = results["b3"]["wall_ms"] / (stated * 1e3)
+        print(f"{'':<26} wall / spec's stated critical path ({stated * 1e3:.0f} ms): "
+              f"{results['b3']['wall_over_stated_400ms']:.3f} (unreachable: the path is 3 sequential calls)")
+        failing = build_network(server, failing=True)
+        await time_network(failing, 1)
+        results["b3_one_failing"] = report("B3, one worker failing", await time_network(failing, runs),
+                                           critical, total - latency)
+        tooled = build_network(server, tools=True)
+        await time_network(tooled, 1)
+        results["b3_tool_branches"] = report("B3, a tool call a worker", await time_network(tooled, runs),
+                                             4 * latency, (2 * WORKERS + 2) * latency)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    results = asyncio.run(bench(args.runs, args.latency))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(results, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,522 @@
+"""Networks: DAG scheduling, routing, shared memory, results, validation and introspection."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from robotlab import hooks
+from robotlab.errors import ConfigurationError, InferenceError
+from robotlab.llm import LLM, LLMClient, LLMRequest, LLMResponse
+from robotlab.memory import Memory
+from robotlab.network import BROADCAST_KEY, Network, create_network
+from robotlab.robot import Robot, build
+from robotlab.run_config import RunConfig
+from robotlab.task import FlowResult
+from robotlab.testing.fake import FakeLLM, raise_, tool_call
+from robotlab.testing.server import FakeLLMServer, call, reply
+from robotlab.tools import Tool
+
+MODEL = "openai/gpt-4o-mini"
+
+
+@pytest.fixture(autouse=True)
+def fresh_hooks() -> Iterator[None]:
+    hooks.clear_hooks()
+    yield
+    hooks.clear_hooks()
+
+
+class RememberCategory(Tool):
+    description = "Remember the category of the request."
+
+    def execute(self, category: str) -> str:
+        assert self.robot is not None
+        self.robot.run_memory.set("category", category)
+        return f"remembered {category}"
+
+
+class RecallCategory(Tool):
+    description = "Recall the category of the request."
+
+    def execute(self) -> str:
+        assert self.robot is not None
+        return f"category={self.robot.run_memory.get('category')}"
+
+
+class Classifier(Robot):
+    """Routes to the specialist its reply names, handing it the customer's own message."""
+
+    async def call(self, result: FlowResult) -> FlowResult:
+        routed = await super().call(result)
+        category = str(routed.value.reply).strip().lower()
+        return routed.continue_(result.context["run_params"]["message"]).activate(category)
+
+
+def support_network(llms: Mapping[str, LLM]) -> Network:
+    """classifier -> one of billing / technical / general (optional); robot names differ from task names."""
+    classifier = Classifier(name="classifier_bot", system_prompt="You are classifier", llm=llms["classifier"],
+                            model=MODEL, local_tools=[RememberCategory])
+    network = create_network(name="support")
+    network.task("classifier", classifier, depends_on="none")
+    for name in ("billing", "technical", "general"):
+        robot = build(name=f"{name}_bot", system_prompt=f"You are {name}", llm=llms[name], model=MODEL,
+                      local_tools=[RecallCategory])
+        network.task(name, robot, depends_on="optional")
+    return network
+
+
+def check_support_result(network: Network, result: FlowResult) -> None:
+    assert list(result.context) == ["run_params", "classifier_bot", "billing_bot"]  # by ROBOT name
+    assert list(network.robots) == ["classifier", "billing", "technical", "general"]  # by TASK name
+    assert result.value is result.context["billing_bot"]
+    assert result.activated_steps == ["billing"]
+    assert result.context["run_params"]["message"] == "I was charged twice"
+    assert network.memory.get("category") == "billing"
+
+
+# -- acceptance 1: the support network -----------------------------------------------------------
+def test_support_network_on_fake_llm_runs_only_the_activated_branch_and_shares_memory() -> None:
+    llms = {
+        "classifier": FakeLLM([tool_call("remember_category", category="billing"), "billing"]),
+        "billing": FakeLLM([tool_call("recall_category"), "Refund on its way (billing)."]),
+        "technical": FakeLLM(),
+        "general": FakeLLM(),
+    }
+    network = support_network(llms)
+    result = network.run("I was charged twice")
+    check_support_result(network, result)
+    assert result.value.reply == "Refund on its way (billing)."
+    assert llms["technical"].requests == [] and llms["general"].requests == []
+    billing_request = llms["billing"].requests[-1].messages
+    assert billing_request[1] == {"role": "user", "content": "I was charged twice"}
+    assert billing_request[-1]["content"] == "category=billing"  # read what the classifier's tool wrote
+
+
+def test_support_network_over_real_litellm_http() -> None:
+    def responder(body: dict[str, Any]) -> Any:
+        system, last = body["messages"][0]["content"], body["messages"][-1]
+        if system == "You are classifier":
+            return call("remember_category", category="billing") if last["role"] == "user" else reply("billing")
+        if system == "You are billing":
+            return call("recall_category") if last["role"] == "user" else reply(f"Billing: {last['content']}")
+        return reply("wrong branch")
+
+    with FakeLLMServer(responder=responder) as server:
+        client = LLMClient(api_base=server.base_url, api_key="sk-fake", num_retries=0)
+        network = support_network(dict.fromkeys(("classifier", "billing", "technical", "general"), client))
+        result = network.run("I was charged twice")
+        check_support_result(network, result)
+        assert result.value.reply == "Billing: category=billing"
+        systems = [r["messages"][0]["content"] for r in server.requests]
+        assert systems == ["You are classifier"] * 2 + ["You are billing"] * 2  # no other branch ran
+
+
+def test_router_callable_activates_a_task_that_sees_the_original_message() -> None:
+    seen: list[FlowResult] = []
+
+    def router(result: FlowResult) -> str | None:
+        seen.append(result)
+        return str(result.context["classifier"].reply) if "classifier" in result.context else None
+
+    classifier = build(name="classifier", llm=FakeLLM(["technical"]))
+    technical = build(name="technical", llm=FakeLLM(["Try a restart."]))
+    billing = build(name="billing", llm=FakeLLM())
+    network = create_network(name="support", router=router)
+    network.task("classifier", classifier).task("technical", technical, depends_on="optional")
+    network.task("billing", billing, depends_on="optional")
+    result = network.run("My app crashes")
+    assert result.value.reply == "Try a restart." and result.activated_steps == ["technical"]
+    assert technical.messages[0] == {"role": "user", "content": "My app crashes"}
+    assert billing.messages == []
+    assert len(seen) == 2 and "technical" in seen[1].context  # asked again after the branch; None ends the run
+
+
+def test_activated_task_gets_the_activator_value_as_its_message() -> None:
+    class Router(Robot):
+        async def call(self, result: FlowResult) -> FlowResult:
+            return (await super().call(result)).activate("next")
+
+    downstream = build(name="next_bot", llm=FakeLLM(["ok"]))
+    network = create_network(name="n")
+    network.task("first", Router(name="first", llm=FakeLLM(["the first reply"])))
+    network.task("next", downstream, depends_on="optional")
+    network.run("hello")
+    assert downstream.messages[0]["content"] == "the first reply"  # section 2.7: value -> message
+
+
+def test_unknown_routed_task_is_a_clear_error() -> None:
+    class Misroute(Robot):
+        async def call(self, result: FlowResult) -> FlowResult:
+            return (await super().call(result)).activate("refunds")
+
+    network = create_network(name="support")
+    network.task("classifier", Misroute(name="classifier", llm=FakeLLM(["x"])))
+    network.task("billing", build(name="billing", llm=FakeLLM()), depends_on="optional")
+    with pytest.raises(ConfigurationError, match=r"Task 'classifier' activated unknown task 'refunds' in network "
+                                                 r"'support' \(tasks: classifier, billing\)"):
+        network.run("hi")
+    routed = create_network(name="r", router=lambda result: ["nope"])
+    routed.task("only", build(name="only", llm=FakeLLM(["x"])))
+    with pytest.raises(ConfigurationError, match="The router activated unknown task 'nope'"):
+        routed.run("hi")
+    bad = create_network(name="b", router=lambda result: 42)
+    bad.task("only", build(name="only", llm=FakeLLM(["x"])))
+    with pytest.raises(TypeError, match="must return a task name, a list or None"):
+        bad.run("hi")
+
+
+# -- scheduling ------------------------------------------------------------------------------------
+class GatedLLM:
+    """Answers ``reply``; records starts and in-flight counts; optionally waits for ``gate``."""
+
+    def __init__(self, name: str, state: dict[str, Any], gate: tuple[asyncio.Event, int] | None = None) -> None:
+        self.name, self.state, self.gate = name, state, gate
+
+    async def complete(self, request: LLMRequest, *, on_text: Any = None) -> LLMResponse:
+        state = self.state
+        state["log"].append(f"start {self.name}")
+        state["in_flight"] += 1
+        state["peak"] = max(state["peak"], state["in_flight"])
+        if self.gate is not None:
+            event, needed = self.gate
+            state["started"] += 1
+            if state["started"] >= needed:
+                event.set()
+            await asyncio.wait_for(event.wait(), timeout=5)
+        for _ in range(5):
+            await asyncio.sleep(0)  # yield, so other tasks may start
+        state["in_flight"] -= 1
+        state["log"].append(f"end {self.name}")
+        return LLMResponse(content=f"{self.name} says: {request.messages[-1]['content']}", tool_calls=[],
+                           input_tokens=1, output_tokens=1, cost=0.0, finish_reason="stop", model="fake")
+
+
+def fan_network(state: dict[str, Any], *, workers: int = 4, gate: bool = False, **options: Any) -> Network:
+    barrier = (asyncio.Event(), workers) if gate else None
+    network = create_network(name="fan", **options)
+    network.task("planner", build(name="planner", llm=GatedLLM("planner", state)))
+    for i in range(workers):
+        network.task(f"w{i}", build(name=f"worker{i}", llm=GatedLLM(f"worker{i}", state, barrier)),
+                     depends_on="planner")
+    network.task("reducer", build(name="reducer", llm=GatedLLM("reducer", state)),
+                 depends_on=[f"w{i}" for i in range(workers)])
+    return network
+
+
+def new_state() -> dict[str, Any]:
+    return {"log": [], "in_flight": 0, "peak": 0, "started": 0}
+
+
+async def test_independent_tasks_run_concurrently_and_dependents_wait() -> None:
+    state = new_state()
+    result = await fan_network(state, gate=True).arun("plan it")  # each worker waits until all four started
+    log = state["log"]
+    assert log[:2] == ["start planner", "end planner"] and log[-2:] == ["start reducer", "end reducer"]
+    assert sorted(log[2:6]) == [f"start worker{i}" for i in range(4)]
+    assert state["peak"] == 4
+    assert all("Error" not in str(r) for r in result.replies.values()), result.replies
+    assert result.value.robot_name == "reducer"
+    # fan-in: the message is the reply of the last declared dependency; every reply is in the context
+    assert result.value.reply == "reducer says: worker3 says: planner says: plan it"
+    assert list(result.replies) == ["planner", "worker0", "worker1", "worker2", "worker3", "reducer"]
+
+
+@pytest.mark.parametrize(("options", "peak"), [({"config": {"max_concurrent_robots": 2}}, 2),
+                                               ({"concurrency": 1}, 1),
+                                               ({"concurrency": 3, "config": RunConfig(max_concurrent_robots=2)}, 2),
+                                               ({}, 4)])
+async def test_concurrency_is_limited(options: dict[str, Any], peak: int) -> None:
+    state = new_state()
+    await fan_network(state, **options).arun("x")
+    assert state["peak"] == peak
+
+
+def test_wall_time_follows_the_critical_path_over_real_http() -> None:
+    with FakeLLMServer(default=reply("ok"), latency=0.1) as server:
+        client = LLMClient(api_base=server.base_url, api_key="sk-fake", num_retries=0)
+        network = create_network(name="timed")
+        network.task("a", build(name="a", model=MODEL, llm=client))
+        for i in range(4):
+            network.task(f"b{i}", build(name=f"b{i}", model=MODEL, llm=client), depends_on="a")
+        network.task("c", build(name="c", model=MODEL, llm=client), depends_on=[f"b{i}" for i in range(4)])
+        network.run("warm up")
+        start = time.perf_counter()
+        network.run("go")
+        wall = time.perf_counter() - start
+    assert wall < 0.5, wall  # critical path 0.3 s; the sum of the calls is 0.6 s
+
+
+def test_a_failing_robot_becomes_an_error_result_and_the_network_goes_on() -> None:
+    after = build(name="after", llm=FakeLLM(["recovered"]))
+    network = create_network(name="n")
+    network.task("ok", build(name="ok", llm=FakeLLM(["fine"])))
+    network.task("broken", build(name="broken", llm=FakeLLM([raise_(InferenceError("provider down"))])))
+    network.task("after", after, depends_on=["ok", "broken"])
+    result = network.run("go")
+    assert result.context["broken"].reply == "Error: InferenceError: provider down"
+    assert result.context["ok"].reply == "fine" and result.value.reply == "recovered"
+    assert after.messages[0]["content"] == "Error: InferenceError: provider down"
+
+
+def test_halt_stops_the_tasks_that_have_not_started() -> None:
+    class Gate(Robot):
+        async def call(self, result: FlowResult) -> FlowResult:
+            routed = await super().call(result)
+            return routed.halt() if "INVALID" in str(routed.value.reply) else routed
+
+    later = build(name="later", llm=FakeLLM())
+    network = create_network(name="n")
+    network.task("gate", Gate(name="gate", llm=FakeLLM(["INVALID input"])))
+    network.task("later", later, depends_on="gate")
+    result = network.run("x")
+    assert not result.is_continue and result.value.reply == "INVALID input"
+    assert later.messages == [] and list(result.context) == ["run_params", "gate"]
+
+
+def test_a_join_after_routing_runs_once_the_activated_branch_is_done() -> None:
+    class Pick(Robot):
+        async def call(self, result: FlowResult) -> FlowResult:
+            return (await super().call(result)).activate("b")
+
+    summary = build(name="summary", llm=FakeLLM(["summed"]))
+    network = create_network(name="n")
+    network.task("pick", Pick(name="pick", llm=FakeLLM(["b"])))
+    network.task("a", build(name="a", llm=FakeLLM()), depends_on="optional")
+    network.task("b", build(name="b", llm=FakeLLM(["from b"])), depends_on="optional")
+    network.task("summary", summary, depends_on=["a", "b"])
+    network.task("never", build(name="never", llm=FakeLLM()), depends_on=["a"])
+    result = network.run("x")
+    assert result.value.reply == "summed" and summary.messages[0]["content"] == "from b"
+    assert "never" not in result.context and "a" not in result.context
+
+
+def test_run_params_reach_every_task_and_task_context_stays_with_its_task() -> None:
+    seen: dict[str, Any] = {}
+
+    class Spy(Robot):
+        async def call(self, result: FlowResult) -> FlowResult:
+            seen[self.name] = dict(result.context["run_params"])
+            return await super().call(result)
+
+    network = create_network(name="n", config={"temperature": 0.3})
+    network.task("one", Spy(name="one", llm=FakeLLM(["1"])), context={"department": "billing"})
+    network.task("two", Spy(name="two", llm=FakeLLM(["2"])), depends_on="one")
+    result = network.run("hi", customer_id=7)
+    assert seen["one"]["department"] == "billing" and "department" not in seen["two"]
+    assert seen["two"]["customer_id"] == 7 and seen["two"]["network"] is network
+    assert seen["two"]["network_memory"] is network.memory and seen["two"]["network_config"] is network.config
+    assert result.context["run_params"]["customer_id"] == 7 and "task" not in result.context["run_params"]
+
+
+async def test_shared_memory_and_a_task_memory_override() -> None:
+    private = Memory()
+    network = create_network(name="mem", memory={"tier": "gold"})
+    writer = build(name="writer", llm=FakeLLM([tool_call("remember_category", category="vip"), "saved"]),
+                   local_tools=[RememberCategory])
+    reader = build(name="reader", llm=FakeLLM([tool_call("recall_category"), "read"]), local_tools=[RecallCategory])
+    loner = build(name="loner", llm=FakeLLM([tool_call("remember_category", category="own"), "mine"]),
+                  local_tools=[RememberCategory])
+    network.task("writer", writer).task("reader", reader, depends_on="writer")
+    network.task("loner", loner, memory=private)
+    await network.arun("go")
+    assert network.memory.get("tier") == "gold" and network.memory.get("category") == "vip"
+    assert network.memory.network_name == "mem" and private.get("category") == "own"
+    assert reader.messages[-2]["content"] == "category=vip"
+    assert network.reset_memory() is network and network.memory.get("category") is None
+
+
+def test_network_hooks_fire_around_the_run_and_each_task() -> None:
+    seen: list[str] = []
+
+    class Tracer(hooks.Hook):
+        def before_network_run(cls, ctx: Any) -> None:
+            seen.append(f"network {ctx.network.name} {ctx.context['message']}")
+
+        def after_task(cls, ctx: Any) -> None:
+            seen.append(f"task {ctx.task_name} -> {ctx.result.value.reply}")
+
+        def after_network_run(cls, ctx: Any) -> None:
+            seen.append(f"done {ctx.result.value.reply}")
+
+    network = create_network(name="traced")
+    network.on(Tracer)
+    network.task("a", build(name="a", llm=FakeLLM(["A"]))).task("b", build(name="b", llm=FakeLLM(["B"])),
+                                                                depends_on="a")
+    network.run("hi")
+    assert seen == ["network traced hi", "task a -> A", "task b -> B", "done B"]
+
+
+def test_poller_groups_are_registered_and_robots_share_the_network_poller() -> None:
+    slow = build(name="slow", llm=FakeLLM())
+    network = create_network(name="n").task("fast", build(name="fast", llm=FakeLLM()))
+    network.task("slow", slow, poller_group="slow")
+    assert network.bus_poller.groups == ["default", "slow"]
+    assert slow.bus_poller is network.bus_poller and slow.bus_poller_group == "slow"
+
+
+def test_parallel_groups_can_be_depended_on() -> None:
+    merge = build(name="merge", llm=FakeLLM(["merged"]))
+    network = create_network(name="p").task("fetch", build(name="fetch", llm=FakeLLM(["data"])))
+    network.parallel("analysis", {"sentiment": build(name="s", llm=FakeLLM(["pos"])),
+                                  "entities": build(name="e", llm=FakeLLM(["ada"]))}, depends_on="fetch")
+    network.task("merge", merge, depends_on="analysis")
+    assert network.dependencies()["merge"] == ["sentiment", "entities"]
+    assert network.run("x").value.reply == "merged" and merge.messages[0]["content"] == "ada"
+    with pytest.raises(ConfigurationError, match="already has a task or group named 'analysis'"):
+        network.parallel("analysis", [build(name="z", llm=FakeLLM())])
+
+
+# -- acceptance 3: bad input --------------------------------------------------------------------
+def robot(name: str) -> Robot:
+    return build(name=name, llm=FakeLLM(["ok"]))
+
+
+def test_a_dependency_cycle_is_rejected_naming_the_tasks() -> None:
+    def builder(network: Network) -> None:
+        network.task("a", robot("a"), depends_on="c").task("b", robot("b"), depends_on="a")
+        network.task("c", robot("c"), depends_on=["b"])
+
+    with pytest.raises(ConfigurationError, match=r"Network 'loop' has a dependency cycle: a -> c -> b -> a"):
+        create_network(builder, name="loop")
+    lazy = create_network(name="self").task("a", robot("a"), depends_on="a")
+    with pytest.raises(ConfigurationError, match="dependency cycle: a -> a"):
+        lazy.run("x")  # rejected at the first run when not built with a builder
+
+
+def test_an_unknown_dependency_is_rejected_naming_the_tasks() -> None:
+    with pytest.raises(ConfigurationError, match=r"Task 'writer' in network 'n' depends on unknown task\(s\): "
+                                                 r"'editor', 'ghost'"), create_network(name="n") as network:
+        network.task("writer", robot("w"), depends_on=["editor", "ghost"])
+    late = create_network(name="n").task("writer", robot("w"), depends_on="editor")
+    with pytest.raises(ConfigurationError, match="depends on unknown task"):
+        late.run("x")
+    late.task("editor", robot("e"))  # declared afterwards: fine
+    assert late.run("x").value.robot_name == "w"
+
+
+def test_other_build_errors() -> None:
+    network = create_network(name="n").task("a", robot("a"))
+    with pytest.raises(ConfigurationError, match="Network 'n' already has a task or group named 'a'"):
+        network.task("a", robot("a2"))
+    with pytest.raises(ConfigurationError, match="cannot be combined"):
+        network.task("b", robot("b"), depends_on=["a", "optional"])
+    with pytest.raises(ConfigurationError, match="is not a robot"):
+        network.task("c", object())
+    with pytest.raises(TypeError, match="depends_on must be"):
+        network.task("d", robot("d"), depends_on=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Invalid concurrency option: 'fibers'\. Valid options: 'auto', "
+                                         r"'threads', 'async' or a positive int"):
+        create_network(name="x", concurrency="fibers")
+    with pytest.raises(ValueError, match="Invalid concurrency option: 0"):
+        create_network(name="x", concurrency=0)
+    with pytest.raises(ConfigurationError, match="Network 'empty' has no tasks"):
+        create_network(name="empty").run("x")
+    only_optional = create_network(name="o").task("a", robot("a"), depends_on="optional")
+    with pytest.raises(ConfigurationError, match="every task is optional and there is no router"):
+        only_optional.run("x")
+
+
+# -- acceptance 2: Runnable and introspection ------------------------------------------------------
+def test_runnable_crew_chief_and_robot_lookup() -> None:
+    network = create_network(name="support")
+    network.task("classifier", robot("classifier_bot")).task("billing", robot("billing_bot"), depends_on="optional")
+    assert network.is_network and not network.is_single and network.robot_count == 2
+    assert [r.name for r in network.crew] == ["classifier_bot", "billing_bot"]
+    assert list(network.robots) == ["classifier", "billing"]  # crew names differ from robots' keys
+    assert network.chief is network.robots["classifier"]
+    assert network.robot("billing") is network["billing"] is network.robots["billing"]
+    assert network.robot("billing_bot") is None
+    extra = robot("helper")
+    assert network.add_robot(extra) is network and network["helper"] is extra  # added by robot name
+    with pytest.raises(ValueError, match="Robot 'helper' already exists in network 'support'"):
+        network.add_robot(robot("helper"))
+    assert network.available_robots[-1] is extra
+    assert network.remove_robot("billing") is not None and network.remove_robot("billing") is None
+    assert "billing" in network.tasks  # the task stays
+
+
+def test_to_dict_mermaid_dot_plan_and_visualize(capsys: pytest.CaptureFixture[str]) -> None:
+    network = create_network(name="support", config=RunConfig(max_concurrent_robots=4))
+    network.task("classifier", robot("classifier_bot")).task("billing", robot("billing"), depends_on="optional")
+    network.task("a", robot("a"), depends_on="classifier").task("b", robot("b"), depends_on="classifier")
+    network.task("join", robot("join"), depends_on=["a", "b"])
+    assert network.to_dict() == {"name": "support", "robots": ["classifier", "billing", "a", "b", "join"],
+                                 "tasks": ["classifier", "billing", "a", "b", "join"],
+                                 "optional_tasks": ["billing"], "config": {"max_concurrent_robots": 4}}
+    assert create_network(name="bare").to_dict() == {"name": "bare", "robots": [], "tasks": [], "optional_tasks": []}
+    mermaid = network.to_mermaid()
+    assert mermaid.splitlines()[:3] == ["flowchart TD", '    classifier["classifier (classifier_bot)"]',
+                                        '    billing["billing"]']
+    assert "    classifier --> a" in mermaid and "    b --> join" in mermaid
+    assert mermaid.endswith("    classDef optional stroke-dasharray: 5 5\n    class billing optional")
+    dot = network.to_dot()
+    assert dot.startswith('digraph "support" {') and '"billing" [label="billing", style=dashed];' in dot
+    assert '"a" -> "join";' in dot and dot.endswith("}")
+    assert network.execution_plan == (
+        "Execution plan for network 'support':\n  Phase 1: classifier\n  Phase 2 (parallel): a, b\n"
+        "  Phase 3: join\n  Optional (activated by routing): billing"
+    )
+    assert network.phases() == [["classifier"], ["a", "b"], ["join"]]
+    network.visualize()
+    assert capsys.readouterr().out == mermaid + "\n"
+
+
+def test_broadcast_reaches_handlers_and_memory() -> None:
+    network = create_network(name="news")
+    received: list[dict[str, Any]] = []
+    changes: list[Any] = []
+    network.memory.subscribe(BROADCAST_KEY, callback=changes.append)
+
+    @network.on_broadcast
+    def handler(envelope: dict[str, Any]) -> None:
+        received.append(envelope)
+
+    def failing(envelope: dict[str, Any]) -> None:
+        raise RuntimeError("handler broke")
+
+    network.on_broadcast(failing)
+    assert network.broadcast({"event": "deploy"}) is network
+    envelope = received[0]
+    assert envelope["payload"] == {"event": "deploy"} and envelope["network"] == "news" and envelope["timestamp"]
+    assert network.memory.get(BROADCAST_KEY) == envelope and changes[0].value == envelope
+    with pytest.raises(ValueError, match="Block required for on_broadcast"):
+        network.on_broadcast(None)  # type: ignore[arg-type]
+
+
+async def test_async_broadcast_handlers_run_on_the_loop() -> None:
+    network = create_network(name="news")
+    done = asyncio.Event()
+
+    async def handler(envelope: dict[str, Any]) -> None:
+        assert envelope["payload"] == 1
+        done.set()
+
+    network.on_broadcast(handler)
+    network.broadcast(1)
+    await asyncio.wait_for(done.wait(), timeout=5)
+
+
+def test_sync_broadcast_runs_async_handlers_to_completion() -> None:
+    network = create_network(name="news")
+    seen: list[Any] = []
+
+    async def handler(envelope: dict[str, Any]) -> None:
+        seen.append(envelope["payload"])
+
+    network.on_broadcast(handler)
+    network.broadcast("x")
+    assert seen == ["x"]
+
+
+def test_builder_and_context_manager_forms() -> None:
+    built = create_network(lambda n: n.task("a", robot("a")), name="built")
+    assert list(built.tasks) == ["a"]
+    with create_network(name="ctx") as network:
+        network.task("a", robot("a"))
+    assert network.run("hi").value.reply == "ok"
+    assert repr(network) == "<Network 'ctx' tasks=['a']>"
