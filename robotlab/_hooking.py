@@ -114,7 +114,7 @@ class Hooking:
             request=state.request_text,
             network=getattr(run_context, "network", None),
             task=getattr(run_context, "task", None),
-            memory=getattr(run_context, "memory", None) or self.run_memory,
+            memory=run_context.memory if run_context is not None else self.run_memory,
             config=self.config,
             metadata=run_context.metadata if run_context is not None else hook_system.ExtensionState(),
         )

@@ -70,7 +70,7 @@ class Narrator(Hook):
     @classmethod
     def _say(cls, message: str) -> None:
         try:
-            print(f"  · {message}", file=cls.output or sys.stderr, flush=True)
+            print(f"  · {message}", file=sys.stderr if cls.output is None else cls.output, flush=True)
         except Exception:
             return None
 
