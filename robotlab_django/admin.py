@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.auth import get_user_model
+from django.contrib.auth import get_permission_codename, get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import models
@@ -153,6 +153,15 @@ class ThreadAdmin(_URLs, admin.ModelAdmin):
         """Threads are created by runs."""
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Threads are shown read-only; runs change them."""
+        return False
+
+    def has_rerun_permission(self, request: HttpRequest) -> bool:
+        """Re-running needs the model's *change* permission (it writes a new run)."""
+        codename = get_permission_codename("change", self.opts)
+        return bool(request.user.has_perm(f"{self.opts.app_label}.{codename}"))
+
     def get_search_fields(self, request: HttpRequest) -> tuple[str, ...]:
         """The search fields plus the owner's username field."""
         return (*self.search_fields, f"user__{get_user_model().USERNAME_FIELD}")
@@ -214,7 +223,7 @@ class ThreadAdmin(_URLs, admin.ModelAdmin):
         return int(totals["i"] or 0), int(totals["o"] or 0)
 
     # -- actions -------------------------------------------------------------------------
-    @admin.action(description=_("Re-run last user message"), permissions=["change"])
+    @admin.action(description=_("Re-run last user message"), permissions=["rerun"])
     def rerun_last_user_message(self, request: HttpRequest, queryset: Any) -> None:
         """Queue each selected thread's last user message again, for the same robot."""
         started, problems = 0, []
@@ -307,7 +316,6 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
     list_select_related = ("thread",)
     show_full_result_count = False
     ordering = ("-created_at", "-pk")
-    date_hierarchy = None
     fields = ("thread", "sequence_number", "robot_name", "status", "input", "reply", "transcript_display",
               "stop_reason", "checksum", "model", "input_tokens", "output_tokens", "cost_display",
               "duration_display", "error_type", "error", "delegated_by", "run_id", "task_id", "attempts",

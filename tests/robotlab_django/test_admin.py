@@ -134,6 +134,7 @@ def test_results_are_read_only(admin_client: Client) -> None:
     assert admin_client.get("/admin/robotlab/thread/add/").status_code == 403
     page = admin_client.get(f"/admin/robotlab/robotresult/{row.pk}/change/").content.decode()
     assert 'name="_save"' not in page and "Tool call" in page
+    assert 'name="_save"' not in admin_client.get(f"/admin/robotlab/thread/{thread.pk}/change/").content.decode()
 
 
 def test_rerun_action_runs_the_last_user_message_again(admin_client: Client,
@@ -186,6 +187,10 @@ def test_staff_without_permissions_cannot_see_transcripts_or_usage(django_user_m
     staff.user_permissions.add(*Permission.objects.filter(codename__in=["view_thread", "view_robotresult"]))
     assert client.get(f"/admin/robotlab/thread/{thread.pk}/transcript/").status_code == 200
     assert client.get("/admin/robotlab/robotresult/usage/").status_code == 200
+    actions = client.get("/admin/robotlab/thread/").content.decode()
+    assert "export_transcript" in actions and "rerun_last_user_message" not in actions
+    staff.user_permissions.add(Permission.objects.get(codename="change_thread"))
+    assert "rerun_last_user_message" in client.get("/admin/robotlab/thread/").content.decode()
 
 
 def _bulk_results(count: int, start: int = 0) -> None:
