@@ -237,7 +237,7 @@ def _report(results: list[dict[str, Any]], skipped: dict[str, str]) -> str:
     for result in results:
         vendor = result["vendor"]
         rows = [
-            (f"load {result['history_messages']}-message thread (median ms)", result["history_ms_median"],
+            (f"load {result['history_messages']:,}-message thread (median ms)", result["history_ms_median"],
              TARGETS["history_ms"][vendor]),
             ("load 1,000-message thread (p95 ms)", result["history_ms_p95"], TARGETS["history_ms"][vendor]),
             ("load 1,000-message thread (queries)", result["history_queries"], TARGETS["history_queries"]),
