@@ -23,6 +23,7 @@ from .bus import BusMessaging
 from .config import get_config
 from .errors import ConfigurationError
 from .llm import LLM, LLMClient
+from .mcp.management import MCPManagement
 from .result import RobotResult
 from .run_config import RunConfig
 from .runnable import Runnable
@@ -68,7 +69,7 @@ def _validate_tools_filter(value: Any) -> None:
             )
 
 
-class Robot(Runnable, BusMessaging, Hooking):
+class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
     """An LLM agent. Build one with :func:`robotlab.build`; every option is keyword-only.
 
     Args:
@@ -412,11 +413,6 @@ class Robot(Runnable, BusMessaging, Hooking):
         servers = self.resolve_mcp(mcp, network_config=network_config)
         if servers:
             await self._connect_mcp_servers(servers, message=message)
-
-    async def _connect_mcp_servers(self, servers: list[Any], *, message: str | None) -> None:
-        raise ConfigurationError(
-            f"Robot '{self.name}' has MCP servers configured, but MCP support is not available in this build"
-        )
 
     async def _invoke_tool(self, tool: Tool, arguments: str) -> Any:
         return await tool.acall(arguments)
