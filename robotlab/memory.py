@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, TypeVar, overload
 from urllib.parse import urlsplit, urlunsplit
 
+from .document_store import DocumentStore
 from .errors import AwaitTimeout, ConfigurationError
 from .messages import Message, _compact, _dumps, _iso8601
 from .result import RobotResult
@@ -627,6 +628,7 @@ class Memory:
         self._waiters: dict[str, list[Waiter | _AsyncWaiter]] = {}
         self._dispatch = threading.local()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._document_store: DocumentStore | None = None
 
     @staticmethod
     def _new_data(data: Any) -> StateProxy:
@@ -1104,6 +1106,42 @@ class Memory:
                 logger.error("Memory subscriber failed on key %r", change.key, exc_info=finished.exception())
 
         task.add_done_callback(done)
+
+    # ---- documents ---------------------------------------------------------------------------
+
+    @property
+    def document_store(self) -> DocumentStore:
+        """The :class:`~robotlab.document_store.DocumentStore` behind the ``*_document`` methods.
+
+        Created on first use with the default (lexical) embedder; assign a store to use another
+        embedder. Documents are not memory keys: :meth:`keys`, :meth:`to_dict` and copies leave them out.
+        """
+        with self._lock:
+            if self._document_store is None:
+                self._document_store = DocumentStore()
+            return self._document_store
+
+    @document_store.setter
+    def document_store(self, store: DocumentStore) -> None:
+        self._document_store = store
+
+    def store_document(self, key: str, text: str) -> Memory:
+        """Embed ``text`` and keep it under ``key`` for :meth:`search_documents`; returns ``self``."""
+        self.document_store.store(key, text)
+        return self
+
+    def search_documents(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """The stored documents most similar to ``query``: ``[{"key", "text", "score"}]``, best first."""
+        return self.document_store.search(query, limit)
+
+    def document_keys(self) -> list[str]:
+        """The keys of the stored documents."""
+        return self.document_store.keys()
+
+    def delete_document(self, key: str) -> Memory:
+        """Remove the document under ``key``; returns ``self``."""
+        self.document_store.delete(key)
+        return self
 
     # ---- history -----------------------------------------------------------------------------
 

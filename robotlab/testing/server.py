@@ -22,16 +22,25 @@ When the request has ``"stream": true`` a reply is sent as Server-Sent Events, e
 ``chat.completion.chunk`` objects in a chunked HTTP body, a role delta first, content or tool-call deltas,
 a chunk with the ``finish_reason``, a ``choices: []`` chunk with ``usage`` when
 ``stream_options.include_usage`` is true, then ``data: [DONE]``.
+
+``POST /v1/embeddings`` needs no script: every input text gets :func:`fake_embedding`, a deterministic
+bag-of-words vector (texts sharing words score higher) of ``dimensions`` floats when the request
+says so, base64 when ``encoding_format`` is ``"base64"``; :attr:`FakeLLMServer.embedding_requests`
+has the bodies.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import itertools
 import json
 import logging
+import math
 import re
+import struct
 import threading
 import time
 from collections import deque
@@ -53,6 +62,7 @@ __all__ = [
     "ToolCalls",
     "call",
     "cut_stream",
+    "fake_embedding",
     "fault",
     "reply",
     "slow_first_byte",
@@ -468,11 +478,45 @@ _MODELS = _json(
 ).encode()
 _CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 _MODELS_PATHS = frozenset({"/v1/models", "/models"})
+_EMBEDDINGS_PATHS = frozenset({"/v1/embeddings", "/embeddings"})
+_EMBEDDING_DIMENSIONS = 64
 _HEAD_LIMIT = 1 << 20
 
 
 class _BadRequest(Exception):
     pass
+
+
+def fake_embedding(text: str, dimensions: int = _EMBEDDING_DIMENSIONS) -> list[float]:
+    """The unit vector the fake server returns for ``text``: its lower-cased words hashed into
+    ``dimensions`` slots (a text with no word gets the first axis)."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"\w+", text.lower()):
+        vector[int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "big") % dimensions] += 1.0
+    norm = math.sqrt(sum(x * x for x in vector))
+    if norm == 0.0:
+        vector[0] = norm = 1.0
+    return [x / norm for x in vector]
+
+
+def _embeddings_body(body: Mapping[str, Any]) -> bytes:
+    texts = body.get("input")
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        raise _BadRequest("'input' must be a string or a non-empty list of strings")
+    dimensions = body.get("dimensions", _EMBEDDING_DIMENSIONS)
+    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+        raise _BadRequest("'dimensions' must be a positive integer")
+    data: list[dict[str, Any]] = []
+    for index, text in enumerate(texts):
+        vector: Any = fake_embedding(text, dimensions)
+        if body.get("encoding_format") == "base64":
+            vector = base64.b64encode(struct.pack(f"<{dimensions}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": vector})
+    tokens = sum(max(1, len(t) // 4) for t in texts)
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return _json({"object": "list", "data": data, "model": body.get("model"), "usage": usage}).encode()
 
 
 def _reason(status: int) -> str:
@@ -523,6 +567,7 @@ class FakeLLMServer:
         self._cond = threading.Condition()
         self._script: deque[Step] = deque(_as_step(s) for s in steps)
         self._requests: list[dict[str, Any]] = []
+        self._embedding_requests: list[dict[str, Any]] = []
         self._default: Step | None = None if default is None else _as_step(default)
         self.latency = latency
         self.responder = responder
@@ -668,6 +713,12 @@ class FakeLLMServer:
         with self._cond:
             return list(self._requests)
 
+    @property
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        """A copy of the embeddings request bodies received so far, in order."""
+        with self._cond:
+            return list(self._embedding_requests)
+
     def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[dict[str, Any]]:
         """Block until at least ``n`` requests have arrived and return them; ``TimeoutError`` otherwise."""
         with self._cond:
@@ -680,6 +731,7 @@ class FakeLLMServer:
         with self._cond:
             self._script.clear()
             self._requests.clear()
+            self._embedding_requests.clear()
 
     # ------------------------------------------------------------------ HTTP
 
@@ -748,6 +800,8 @@ class FakeLLMServer:
             return await self._chat(raw, writer, keep_alive, http11)
         if method == "GET" and path in _MODELS_PATHS:
             return await self._send(writer, 200, _JSON_HEADERS, _MODELS, keep_alive)
+        if method == "POST" and path in _EMBEDDINGS_PATHS:
+            return await self._embeddings(raw, writer, keep_alive)
         body = _error_body(404, f"Unknown route: {method} {path}", "invalid_request_error", "not_found")
         return await self._send(writer, 404, _JSON_HEADERS, body, keep_alive)
 
@@ -785,6 +839,18 @@ class FakeLLMServer:
                 return await self._send_cut(writer, plan)
             return await self._send(writer, plan.status, plan.headers, plan.body, keep_alive)
         return await self._stream(writer, plan, keep_alive, http11)
+
+    async def _embeddings(self, raw: bytes, writer: asyncio.StreamWriter, keep_alive: bool) -> bool:
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise _BadRequest("The JSON body of your request must be an object.")
+            with self._cond:
+                self._embedding_requests.append(body)
+            answer = _embeddings_body(body)
+        except (ValueError, _BadRequest) as exc:
+            return await self._send(writer, 400, _JSON_HEADERS, _error_body(400, str(exc)), keep_alive)
+        return await self._send(writer, 200, _JSON_HEADERS, answer, keep_alive)
 
     def _next_step(self, body: dict[str, Any]) -> Step | None:
         responder = self.responder

@@ -10,9 +10,11 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no internet: don't fetch the price map
 
+import base64
 import http.client
 import json
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -32,6 +34,7 @@ from robotlab.testing.server import (
     ToolCalls,
     call,
     cut_stream,
+    fake_embedding,
     fault,
     reply,
     slow_first_byte,
@@ -560,3 +563,57 @@ def test_step_builders_validate_and_coerce(server: FakeLLMServer) -> None:
     server.script(call("lookup", order_id=42))  # a bare call(...) means tool_calls(call(...))
     response = litellm.completion(**ask(server))
     assert json.loads(response.choices[0].message.tool_calls[0].function.arguments) == {"order_id": 42}
+
+
+# ---------------------------------------------------------------------------------- embeddings
+
+
+def test_embeddings_route_answers_each_input_with_a_unit_vector(server: FakeLLMServer) -> None:
+    body = json.dumps({"model": "text-embedding-3-small", "input": ["redis cache", "Redis  CACHE!", "postgres"]})
+    status, payload = raw(server, "POST", "/v1/embeddings", body)
+    assert status == 200
+    assert payload["object"] == "list" and payload["model"] == "text-embedding-3-small"
+    assert [item["index"] for item in payload["data"]] == [0, 1, 2]
+    vectors = [item["embedding"] for item in payload["data"]]
+    assert vectors[0] == pytest.approx(fake_embedding("redis cache"))
+    assert len(vectors[0]) == 64 and sum(x * x for x in vectors[0]) == pytest.approx(1.0)
+    assert vectors[0] == vectors[1]  # words, lower-cased, punctuation ignored
+    assert sum(a * b for a, b in zip(vectors[0], vectors[2], strict=True)) < 0.5
+    assert payload["usage"]["prompt_tokens"] == payload["usage"]["total_tokens"] > 0
+    assert server.embedding_requests == [json.loads(body)]
+    assert server.requests == []  # chat completions only
+    server.reset()
+    assert server.embedding_requests == []
+
+
+def test_embeddings_route_dimensions_base64_and_plain_path(server: FakeLLMServer) -> None:
+    status, payload = raw(server, "POST", "/embeddings", json.dumps({"model": "m", "input": "x", "dimensions": 4}))
+    assert status == 200
+    assert payload["data"][0]["embedding"] == pytest.approx(fake_embedding("x", 4))
+    status, payload = raw(server, "POST", "/v1/embeddings",
+                          json.dumps({"model": "m", "input": ["a b"], "encoding_format": "base64"}))
+    decoded = struct.unpack("<64f", base64.b64decode(payload["data"][0]["embedding"]))
+    assert decoded == pytest.approx(fake_embedding("a b"), abs=1e-6)
+    assert fake_embedding("...", 3) == [1.0, 0.0, 0.0]  # no word: the first axis
+
+
+def test_embeddings_route_rejects_bad_requests(server: FakeLLMServer) -> None:
+    for body, message in [
+        ("{not json", "Expecting property name"),
+        ("[1]", "must be an object"),
+        (json.dumps({"model": "m"}), "'input' must be a string or a non-empty list of strings"),
+        (json.dumps({"model": "m", "input": [1, 2]}), "'input' must be a string"),
+        (json.dumps({"model": "m", "input": "x", "dimensions": 0}), "'dimensions' must be a positive integer"),
+    ]:
+        status, payload = raw(server, "POST", "/v1/embeddings", body)
+        assert status == 400
+        assert message in payload["error"]["message"]
+    status, _ = raw(server, "GET", "/v1/embeddings")
+    assert status == 404
+
+
+def test_litellm_embedding_over_the_fake_server(server: FakeLLMServer) -> None:
+    response = litellm.embedding(model="openai/text-embedding-3-small", input=["hello world"],
+                                 api_base=server.base_url, api_key="sk-fake")
+    assert response.data[0]["embedding"] == pytest.approx(fake_embedding("hello world"))
+    assert server.embedding_requests[0]["input"] == ["hello world"]
