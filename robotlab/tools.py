@@ -13,13 +13,13 @@ import inspect
 import json
 import logging
 import re
-import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TextIO, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, ClassVar, get_type_hints, overload
 
 import pydantic
 
 from . import hooks
+from .ask import AskChannel, TerminalChannel, ask_via
 from .errors import ToolError
 
 if TYPE_CHECKING:
@@ -397,7 +397,9 @@ def tool(
 class AskUser(Tool):
     """Lets the model ask the person a question (RobotLab's ``AskUser``, LLM name ``robot_lab--ask_user``).
 
-    It writes to ``robot.output`` and reads from ``robot.input`` (stdout and stdin by default).
+    The question goes through the robot's ``ask_channel`` (:mod:`robotlab.ask`): by default the
+    terminal, writing to ``robot.output`` and reading from ``robot.input`` (stdout and stdin when
+    unset); a :class:`~robotlab.ask.QueueChannel` lets a web page answer instead.
     """
 
     name = "robot_lab--ask_user"
@@ -412,24 +414,12 @@ class AskUser(Tool):
         "required": ["question"],
     }
 
-    def _streams(self) -> tuple[TextIO, TextIO]:
-        robot = self.robot
-        reader = getattr(robot, "input", None) or sys.stdin
-        writer = getattr(robot, "output", None) or sys.stdout
-        return reader, writer
+    @property
+    def channel(self) -> AskChannel:
+        """Where the question goes: ``robot.ask_channel`` when it is set, else a :class:`TerminalChannel`."""
+        channel = getattr(self.robot, "ask_channel", None)
+        return TerminalChannel() if channel is None else channel
 
-    def execute(self, question: str, choices: list[str] | None = None, default: str | None = None) -> str:
-        """Print the question, read one line, and map a number to the matching choice."""
-        reader, writer = self._streams()
-        who = getattr(self.robot, "name", None) or "Robot"
-        writer.write(f"\n[{who}] {question}\n")
-        for index, choice in enumerate(choices or [], start=1):
-            writer.write(f"  {index}. {choice}\n")
-        writer.write(f"> [{default}] " if default else "> ")
-        writer.flush()
-        answer = (reader.readline() or "").rstrip("\n")
-        if not answer and default:
-            return default
-        if choices and answer.isdigit() and 1 <= int(answer) <= len(choices):
-            return choices[int(answer) - 1]
-        return answer
+    async def execute(self, question: str, choices: list[str] | None = None, default: str | None = None) -> str:
+        """Ask through :attr:`channel`; an empty answer gives ``default``, a number the matching choice."""
+        return await ask_via(self.channel, question, choices, default, self.robot)
