@@ -13,9 +13,11 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .budget import Ledger
+    from .bus import BusPoller, Delivery, MessageBus, RobotMessage
     from .config import configure, get_config, reload_config
     from .convergence import Convergence
     from .delegation import DelegationFuture
+    from .document_store import DocumentStore
     from .doom_loop import DoomLoopDetector
     from .errors import (
         AwaitTimeout,
@@ -33,13 +35,33 @@ if TYPE_CHECKING:
         ToolNotFoundError,
     )
     from .history import HistoryCompressor, HistoryResult, search_history
+    from .hooks import (
+        CompactionHookContext,
+        Hook,
+        HookContext,
+        HookRegistry,
+        LearnHookContext,
+        LlmGenerationHookContext,
+        NetworkRunHookContext,
+        RunHookContext,
+        TaskHookContext,
+        ToolCallHookContext,
+        clear_hooks,
+        current_hook_scope,
+        get_hooks,
+        on,
+        with_hook_scope,
+    )
     from .memory import Memory, MemoryChange, StateProxy, Waiter, create_memory
     from .messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage, UserMessage
+    from .narrator import Narrator
+    from .network import Network, create_network
     from .result import RobotResult
     from .robot import DEFAULT_MAX_TOOLS, Robot, build
     from .run_config import RunConfig
     from .runnable import Runnable
     from .streaming import Chunk, Event
+    from .task import FlowResult, Task
     from .tool_config import INHERIT, NONE
     from .tool_manifest import ToolDescriptor, ToolManifest, ToolRegistry, tool_registry
     from .tools import AskUser, FunctionTool, Tool, tool
@@ -49,35 +71,54 @@ _EXPORTS: dict[str, str] = {
     "AwaitTimeout": "errors",
     "BudgetExceeded": "errors",
     "BusError": "errors",
+    "BusPoller": "bus",
     "Chunk": "streaming",
+    "CompactionHookContext": "hooks",
     "ConfigurationError": "errors",
     "Convergence": "convergence",
     "DEFAULT_MAX_TOOLS": "robot",
     "DelegationFuture": "delegation",
     "DelegationTimeout": "errors",
+    "Delivery": "bus",
     "DependencyError": "errors",
+    "DocumentStore": "document_store",
     "DoomLoopDetector": "doom_loop",
     "Event": "streaming",
+    "FlowResult": "task",
     "FunctionTool": "tools",
     "HistoryCompressor": "history",
     "HistoryResult": "history",
+    "Hook": "hooks",
+    "HookContext": "hooks",
+    "HookRegistry": "hooks",
     "INHERIT": "tool_config",
     "InferenceError": "errors",
+    "LearnHookContext": "hooks",
     "Ledger": "budget",
+    "LlmGenerationHookContext": "hooks",
     "MCPError": "errors",
     "Memory": "memory",
     "MemoryChange": "memory",
     "Message": "messages",
+    "MessageBus": "bus",
     "NONE": "tool_config",
+    "Narrator": "narrator",
+    "Network": "network",
+    "NetworkRunHookContext": "hooks",
     "RactorBoundaryError": "errors",
     "Robot": "robot",
     "RobotLabError": "errors",
+    "RobotMessage": "bus",
     "RobotResult": "result",
     "RunConfig": "run_config",
+    "RunHookContext": "hooks",
     "Runnable": "runnable",
     "StateProxy": "memory",
+    "Task": "task",
+    "TaskHookContext": "hooks",
     "TextMessage": "messages",
     "Tool": "tools",
+    "ToolCallHookContext": "hooks",
     "ToolCallMessage": "messages",
     "ToolDescriptor": "tool_manifest",
     "ToolError": "errors",
@@ -90,13 +131,19 @@ _EXPORTS: dict[str, str] = {
     "UserMessage": "messages",
     "Waiter": "memory",
     "build": "robot",
+    "clear_hooks": "hooks",
     "configure": "config",
     "create_memory": "memory",
+    "create_network": "network",
+    "current_hook_scope": "hooks",
     "get_config": "config",
+    "get_hooks": "hooks",
+    "on": "hooks",
     "reload_config": "config",
     "search_history": "history",
     "tool": "tools",
     "tool_registry": "tool_manifest",
+    "with_hook_scope": "hooks",
 }
 
 __all__ = sorted(_EXPORTS)
