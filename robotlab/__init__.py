@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from ._loop import ToolCall
     from .budget import Ledger
     from .bus import BusPoller, Delivery, MessageBus, RobotMessage
     from .config import configure, get_config, reload_config
@@ -118,6 +119,7 @@ _EXPORTS: dict[str, str] = {
     "TaskHookContext": "hooks",
     "TextMessage": "messages",
     "Tool": "tools",
+    "ToolCall": "_loop",
     "ToolCallHookContext": "hooks",
     "ToolCallMessage": "messages",
     "ToolDescriptor": "tool_manifest",

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .errors import ConfigurationError
@@ -251,10 +251,14 @@ def configure(**settings: Any) -> Config:
         raise ConfigurationError(
             f"Unknown setting(s): {', '.join(unknown)}. Known settings: {', '.join(sorted(Config.model_fields))}"
         )
-    for name, value in settings.items():
-        if name == "llm" and isinstance(value, dict):
-            value = config.llm.model_copy(update=value)
-        setattr(config, name, value)
+    try:
+        for name, value in settings.items():
+            if name == "llm" and isinstance(value, dict):
+                value = LLMSettings.model_validate({**config.llm.model_dump(), **value})
+            setattr(config, name, value)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigurationError(f"Invalid setting: {problems}") from None
     return config
 
 

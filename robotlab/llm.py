@@ -161,11 +161,15 @@ def _error_for(error: Exception, model: str | None) -> InferenceError:
         404: "model or endpoint not found",
         408: "timed out",
     }.get(status or 0)
-    if kind is None and isinstance(status, int) and status >= 500:
+    if "MidStream" in type(error).__name__:
+        kind, status = "the response stream was interrupted", None
+    elif kind is None and isinstance(status, int) and status >= 500:
         kind = "provider error"
     head = f"LLM request to {model!r} failed"
-    if kind:
+    if kind and status:
         head += f": {kind} (HTTP {status})"
+    elif kind:
+        head += f": {kind}"
     elif status:
         head += f" (HTTP {status})"
     inference = InferenceError(f"{head}: {type(error).__name__}: {text}")

@@ -374,7 +374,9 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
 
     def resolve_tools(self, tools: Any = "inherit", *, network_config: RunConfig | None = None) -> list[Tool]:
         """The tools a run sends, by the hierarchy run > robot > network > global."""
-        if tool_config.is_none_value(tools) and tools is not None:
+        if tools is None:  # the default: the robot's own setting
+            tools = "inherit"
+        if tool_config.is_none_value(tools):
             return []
         parent = (
             network_config.tools

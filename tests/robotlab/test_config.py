@@ -101,3 +101,11 @@ def test_module_attribute_access_reads_current_config() -> None:
     configure(model="a/b")
     assert config_module.model == "a/b"
     assert isinstance(get_config(), Config)
+
+
+def test_configure_validates_values() -> None:
+    with pytest.raises(ConfigurationError, match=r"Invalid setting: request_timeout"):
+        configure(llm={"request_timeout": "abc"})
+    with pytest.raises(ConfigurationError, match=r"Invalid setting: max_tool_rounds"):
+        configure(max_tool_rounds="abc")
+    assert configure(llm={"request_timeout": "30"}).llm.request_timeout == 30.0

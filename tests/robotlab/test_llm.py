@@ -171,3 +171,9 @@ def test_robot_surfaces_provider_failure_as_inference_error(server: FakeLLMServe
     with pytest.raises(InferenceError, match="HTTP 500"):
         robot.run("x")
     assert len(server.requests) == 2
+
+
+async def test_stream_cut_is_reported_as_an_interrupted_stream(server: FakeLLMServer) -> None:
+    server.script(cut_stream(3, reply("a b c d e f g h")))
+    with pytest.raises(InferenceError, match="the response stream was interrupted"):
+        await client(server).complete(request(), on_text=lambda _: None)

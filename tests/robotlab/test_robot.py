@@ -428,3 +428,8 @@ def test_runnable_protocol() -> None:
 def test_robot_direct_constructor_matches_build() -> None:
     assert isinstance(build(), Robot)
     assert build().name == "robot"
+
+
+def test_tools_none_argument_means_the_robot_setting() -> None:
+    robot = build(local_tools=[get_weather, get_time], tools=["get_time"])
+    assert [t.name for t in robot.resolve_tools(None)] == ["get_time"]
