@@ -1,0 +1,290 @@
+/* RobotLab chat page: live replies over the websocket, with polling as the fallback.
+ *
+ * The server sends each run event as JSON ({kind, run_id, seq, ts, ...}); this script renders
+ * text.delta into the current reply, tool badges for tool_call.started/completed, the status and
+ * run.failed errors. It reconnects with backoff and asks for what it missed
+ * ({"type": "resume", "after": seq}). While a run is unfinished it also polls the thread's
+ * results (JSON), so the page works without a websocket. Model output is only ever written with
+ * textContent / text nodes, never innerHTML.
+ */
+(function () {
+  "use strict";
+
+  var root = document.getElementById("robotlab-chat");
+  if (!root) { return; }
+  var messages = document.getElementById("rl-messages");
+  var scroller = document.getElementById("rl-scroll");
+  var form = document.getElementById("rl-form");
+  var input = document.getElementById("rl-input");
+  var connection = document.getElementById("rl-connection");
+  var resultsUrl = root.getAttribute("data-results-url");
+  var postUrl = root.getAttribute("data-post-url");
+
+  var runs = {};          // run_id -> {node, text, tools, status, error, seq, done, sequence}
+  var current = null;     // the run_id events arrive for
+  var socket = null;
+  var socketOpen = false;
+  var attempts = 0;
+  var pollTimer = null;
+
+  function make(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) { node.className = className; }
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+
+  function nearBottom() {
+    return scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
+  }
+
+  function keepScrolled(fn) {
+    var stick = nearBottom();
+    fn();
+    if (stick) { scroller.scrollTop = scroller.scrollHeight; }
+  }
+
+  function setConnection(text) { connection.textContent = text; }
+
+  function csrfToken() {
+    var field = form.querySelector("input[name=csrfmiddlewaretoken]");
+    if (field && field.value) { return field.value; }
+    var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  // A reply element: the one rendered with the page for this run, or a new one at the end.
+  function reply(runId, create) {
+    if (runs[runId]) { return runs[runId]; }
+    var node = null;
+    var rendered = messages.querySelectorAll(".rl-message.assistant");
+    for (var i = 0; i < rendered.length; i++) {
+      if (rendered[i].getAttribute("data-run-id") === runId) { node = rendered[i]; }
+    }
+    if (!node) {
+      if (!create) { return null; }
+      node = make("div", "rl-message assistant");
+      node.setAttribute("data-run-id", runId);
+      keepScrolled(function () { messages.appendChild(node); });
+    }
+    var part = function (className) {
+      var found = node.querySelector("." + className);
+      if (!found) {
+        found = make("div", className);
+        if (className === "rl-tools") { node.insertBefore(found, node.firstChild); } else { node.appendChild(found); }
+      }
+      return found;
+    };
+    var entry = {node: node, tools: part("rl-tools"), text: part("rl-text"), status: part("rl-status"),
+                 error: part("rl-error"), seq: 0, done: true, streamed: false, badges: {}, sequence: 0};
+    runs[runId] = entry;
+    return entry;
+  }
+
+  function track(runId, sequence) {
+    var entry = reply(runId, true);
+    entry.done = false;
+    if (sequence) { entry.sequence = sequence; }
+    if (!entry.status.textContent) { entry.status.textContent = "queued"; }
+    schedulePoll();
+    return entry;
+  }
+
+  function badge(entry, id, name, state) {
+    var node = entry.badges[id];
+    if (!node) {
+      node = make("span", "rl-tool-badge", name || "tool");
+      entry.badges[id] = node;
+      keepScrolled(function () { entry.tools.appendChild(node); });
+    }
+    node.className = "rl-tool-badge " + state;
+  }
+
+  function finish(entry, status, error) {
+    entry.done = true;
+    entry.status.textContent = status === "completed" ? "" : status;
+    entry.node.classList.toggle("failed", status === "failed");
+    if (error) { entry.error.textContent = error; }
+  }
+
+  function handle(event) {
+    if (!event || typeof event !== "object" || !event.run_id) { return; }
+    var entry = runs[event.run_id] || reply(event.run_id, false);
+    if (!entry) {  // a run started elsewhere (another tab)
+      if (event.kind === "run.started" && event.message) { addUserMessage(String(event.message), null); }
+      entry = track(event.run_id, 0);
+    }
+    if (entry.done) { return; }  // a finished run (history, or already completed by polling)
+    if (typeof event.seq === "number") {
+      if (event.seq <= entry.seq) { return; }
+      entry.seq = event.seq;
+    }
+    current = event.run_id;
+    keepScrolled(function () {
+      switch (event.kind) {
+        case "run.started":
+          entry.done = false;
+          entry.status.textContent = "thinking…";
+          break;
+        case "text.delta":
+          if (!entry.streamed) { entry.text.textContent = ""; entry.streamed = true; }
+          entry.text.appendChild(document.createTextNode(String(event.text || "")));
+          entry.status.textContent = "typing…";
+          break;
+        case "tool_call.started":
+          badge(entry, event.id || event.name, event.name, "running");
+          entry.status.textContent = "using " + (event.name || "a tool") + "…";
+          break;
+        case "tool_call.completed":
+          badge(entry, event.id || event.name, event.name, event.is_error ? "error" : "done");
+          entry.status.textContent = "thinking…";
+          break;
+        case "run.completed":
+          if (!entry.streamed && event.reply) { entry.text.textContent = String(event.reply); }
+          finish(entry, "completed", "");
+          break;
+        case "run.failed":
+          finish(entry, "failed", (event.error_type ? event.error_type + ": " : "") + (event.error || "the run failed"));
+          break;
+        default:
+          break;
+      }
+    });
+  }
+
+  // -- websocket ---------------------------------------------------------------------------
+  function connect() {
+    if (!window.WebSocket) { setConnection("polling"); return; }
+    var scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    try {
+      socket = new WebSocket(scheme + window.location.host + root.getAttribute("data-ws-path"));
+    } catch (error) {
+      reconnect();
+      return;
+    }
+    socket.onopen = function () {
+      socketOpen = true;
+      attempts = 0;
+      setConnection("live");
+      var after = current && runs[current] ? runs[current].seq : 0;
+      socket.send(JSON.stringify({type: "resume", after: after}));
+    };
+    socket.onmessage = function (message) {
+      var data;
+      try { data = JSON.parse(message.data); } catch (error) { return; }
+      if (Array.isArray(data)) { data.forEach(handle); } else if (data && Array.isArray(data.events)) {
+        data.events.forEach(handle);
+      } else { handle(data); }
+    };
+    socket.onclose = function () {
+      socketOpen = false;
+      socket = null;
+      reconnect();
+    };
+    socket.onerror = function () { /* onclose follows */ };
+  }
+
+  function reconnect() {
+    attempts += 1;
+    var delay = Math.min(30000, 500 * Math.pow(2, Math.min(attempts, 6))) + Math.floor(Math.random() * 250);
+    setConnection(attempts > 2 ? "offline: updating by polling" : "reconnecting…");
+    schedulePoll();
+    window.setTimeout(connect, delay);
+  }
+
+  // -- polling (the fallback, and a safety net while a run is unfinished) ------------------
+  function unfinished() {
+    var sequences = [];
+    Object.keys(runs).forEach(function (runId) {
+      if (!runs[runId].done) { sequences.push(runs[runId].sequence || 1); }
+    });
+    return sequences;
+  }
+
+  function schedulePoll() {
+    if (pollTimer !== null || unfinished().length === 0) { return; }
+    pollTimer = window.setTimeout(poll, socketOpen ? 3000 : 1000);
+  }
+
+  function poll() {
+    pollTimer = null;
+    var sequences = unfinished();
+    if (sequences.length === 0) { return; }
+    var since = Math.min.apply(null, sequences);
+    fetch(resultsUrl + "?since=" + encodeURIComponent(since), {headers: {Accept: "application/json"},
+                                                              credentials: "same-origin"})
+      .then(function (response) { return response.ok ? response.json() : {results: []}; })
+      .then(function (data) { (data.results || []).forEach(applyResult); })
+      .catch(function () { /* try again below */ })
+      .then(schedulePoll);
+  }
+
+  function applyResult(result) {
+    var entry = runs[result.run_id];
+    if (!entry || entry.done) { return; }
+    entry.sequence = result.sequence_number;
+    keepScrolled(function () {
+      if (!result.is_finished) {
+        if (!entry.streamed && !socketOpen) { entry.status.textContent = result.status; }
+        return;
+      }
+      if (result.reply || !entry.streamed) { entry.text.textContent = result.reply || ""; }
+      (result.tools || []).forEach(function (name, index) {
+        if (Object.keys(entry.badges).length <= index) { badge(entry, "poll-" + index, name, "done"); }
+      });
+      finish(entry, result.status, result.error ? (result.error_type ? result.error_type + ": " : "") + result.error : "");
+    });
+  }
+
+  // -- sending -----------------------------------------------------------------------------
+  function addUserMessage(text, before) {
+    var node = make("div", "rl-message user");
+    node.appendChild(make("div", "rl-text", text));
+    keepScrolled(function () {
+      if (before) { messages.insertBefore(node, before); } else { messages.appendChild(node); }
+    });
+  }
+
+  function showError(text) {
+    var node = make("div", "rl-message assistant failed");
+    node.appendChild(make("div", "rl-error", text));
+    keepScrolled(function () { messages.appendChild(node); });
+  }
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    var text = input.value.trim();
+    if (!text) { return; }
+    var body = new FormData(form);
+    input.value = "";
+    fetch(postUrl, {method: "POST", body: body, credentials: "same-origin",
+                    headers: {Accept: "application/json", "X-CSRFToken": csrfToken()}})
+      .then(function (response) {
+        return response.json().catch(function () { return {error: "HTTP " + response.status}; });
+      })
+      .then(function (data) {
+        if (!data.result) { showError(data.error || "The message was not accepted."); return; }
+        var existing = runs[data.result.run_id];
+        addUserMessage(text, existing ? existing.node : null);
+        var entry = track(data.result.run_id, data.result.sequence_number);
+        current = data.result.run_id;
+        if (data.result.is_finished) { applyResult(data.result); }
+        else if (!entry.streamed && entry.status.textContent === "queued") { entry.status.textContent = data.result.status; }
+      })
+      .catch(function () { showError("Could not send the message; check your connection."); });
+  });
+
+  input.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      if (form.requestSubmit) { form.requestSubmit(); } else { form.dispatchEvent(new Event("submit", {cancelable: true})); }
+    }
+  });
+
+  // -- start -------------------------------------------------------------------------------
+  var pendingNode = document.getElementById("rl-pending");
+  var pending = pendingNode ? JSON.parse(pendingNode.textContent) : [];
+  pending.forEach(function (item) { track(item.run_id, item.sequence_number); current = item.run_id; });
+  scroller.scrollTop = scroller.scrollHeight;
+  connect();
+}());

@@ -1,0 +1,18 @@
+"""URLs of the chat pages: ``path("robotlab/", include("robotlab_django.urls"))`` (namespace ``robotlab``)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from . import views
+
+__all__ = ["app_name", "urlpatterns"]
+
+app_name = "robotlab"
+
+urlpatterns = [
+    path("", views.thread_list, name="thread_list"),
+    path("threads/<int:pk>/", views.chat, name="chat"),
+    path("threads/<int:pk>/messages/", views.post_message, name="post_message"),
+    path("threads/<int:pk>/results/", views.results_json, name="results_json"),
+]
