@@ -17,6 +17,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.db.models import Max, Min
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -195,9 +196,14 @@ def chat(request: HttpRequest, pk: int) -> HttpResponseBase:
     results = list(app_settings.result_model().objects.filter(thread_id=thread.pk).order_by("sequence_number"))
     pending = [{"run_id": row.run_id, "sequence_number": row.sequence_number} for row in results
                if not row.is_finished]
+    events = app_settings.event_model().objects.filter(thread_id=thread.pk)
+    if pending:  # replay the unfinished runs from their first stored event
+        first = events.filter(run_id__in=[item["run_id"] for item in pending]).aggregate(first=Min("pk"))["first"]
+        events = events.filter(pk__lt=first) if first is not None else events
+    cursor = events.aggregate(last=Max("pk"))["last"] or 0
     return render(request, "robotlab/chat.html", {
         "thread": thread, "items": history_items(results), "demo_model": uses_demo_model(),
-        "last_sequence": results[-1].sequence_number if results else 0, "pending": pending,
+        "last_sequence": results[-1].sequence_number if results else 0, "pending": pending, "cursor": cursor,
         "ws_path": f"/ws/robotlab/threads/{thread.pk}/",
         "post_url": reverse("robotlab:post_message", kwargs={"pk": thread.pk}),
         "results_url": reverse("robotlab:results_json", kwargs={"pk": thread.pk}),

@@ -234,3 +234,22 @@ def test_default_robot(settings: Any) -> None:
     assert views.default_robot() == "calculator"  # no "chat" robot in the test app: the first name
     settings.ROBOTLAB_CHAT_ROBOT = "echo"
     assert views.default_robot() == "echo"
+
+
+def test_the_page_resumes_after_the_finished_runs_events(alice: Any) -> None:
+    from robotlab_django.models import RunEvent
+
+    thread = new_thread(alice)
+    done = RobotResult.objects.create(thread=thread, sequence_number=1, robot_name="echo", status=Status.COMPLETED)
+    url = reverse("robotlab:chat", kwargs={"pk": thread.pk})
+    client = logged_in(alice)
+    assert 'data-cursor="0"' in client.get(url).text
+    old = [RunEvent.objects.create(thread=thread, result=done, run_id=done.run_id, seq=n, kind="text.delta", ts=0.0)
+           for n in (1, 2)]
+    assert f'data-cursor="{old[-1].pk}"' in client.get(url).text
+    running = RobotResult.objects.create(thread=thread, sequence_number=2, robot_name="echo", status=Status.RUNNING)
+    assert f'data-cursor="{old[-1].pk}"' in client.get(url).text  # no events of the running run yet
+    RunEvent.objects.create(thread=thread, result=running, run_id=running.run_id, seq=1, kind="run.started", ts=0.0)
+    page = client.get(url).text
+    assert f'data-cursor="{old[-1].pk}"' in page
+    assert running.run_id in page  # listed as pending for the script

@@ -1,9 +1,10 @@
 /* RobotLab chat page: live replies over the websocket, with polling as the fallback.
  *
- * The server sends each run event as JSON ({kind, run_id, seq, ts, ...}); this script renders
+ * The server sends each run event as JSON ({kind, run_id, seq, ts, cursor, ...}), alone, in a list or
+ * as {events: [...]}; this script renders
  * text.delta into the current reply, tool badges for tool_call.started/completed, the status and
  * run.failed errors. It reconnects with backoff and asks for what it missed
- * ({"type": "resume", "after": seq}). While a run is unfinished it also polls the thread's
+ * ({"type": "resume", "after": <the last cursor seen>}; seq per run drops duplicates). While a run is unfinished it also polls the thread's
  * results (JSON), so the page works without a websocket. Model output is only ever written with
  * textContent / text nodes, never innerHTML.
  */
@@ -22,6 +23,7 @@
 
   var runs = {};          // run_id -> {node, text, tools, status, error, seq, done, sequence}
   var current = null;     // the run_id events arrive for
+  var cursor = parseInt(root.getAttribute("data-cursor") || "0", 10) || 0;  // the last stored event seen
   var socket = null;
   var socketOpen = false;
   var attempts = 0;
@@ -109,6 +111,7 @@
 
   function handle(event) {
     if (!event || typeof event !== "object" || !event.run_id) { return; }
+    if (typeof event.cursor === "number" && event.cursor > cursor) { cursor = event.cursor; }
     var entry = runs[event.run_id] || reply(event.run_id, false);
     if (!entry) {  // a run started elsewhere (another tab)
       if (event.kind === "run.started" && event.message) { addUserMessage(String(event.message), null); }
@@ -166,8 +169,7 @@
       socketOpen = true;
       attempts = 0;
       setConnection("live");
-      var after = current && runs[current] ? runs[current].seq : 0;
-      socket.send(JSON.stringify({type: "resume", after: after}));
+      socket.send(JSON.stringify({type: "resume", after: cursor}));
     };
     socket.onmessage = function (message) {
       var data;
