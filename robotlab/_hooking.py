@@ -1,5 +1,6 @@
 """The hook-driven half of :class:`~robotlab.Robot`: hook registration, the ``run`` and
-``llm_generation`` families, learnings (``learn``) and history compaction (``auto_compact``).
+``llm_generation`` families, learnings (``learn``), history compaction (``auto_compact``,
+``compress_history``) and search (``search_history``), and delegation (``delegate``).
 
 ``Robot.arun`` runs inside the ``run`` family; the model conversation (tool loop included) runs
 once per run inside ``llm_generation``, which first prepends the robot's learnings to the message
@@ -8,19 +9,25 @@ and compacts the history when ``auto_compact`` asks for it (the ``compaction`` f
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self, overload
 
 from . import hooks as hook_system
-from ._runtime import run_sync
+from ._runtime import get_loop, run_sync
+from .delegation import DelegationFuture
 from .errors import DependencyError
 from .messages import TextMessage
 from .result import RobotResult
+from .text_analysis import ruby_strip
 
 if TYPE_CHECKING:
     from ._loop import RunState
+    from .history import HistoryResult
     from .memory import Memory
     from .run_config import RunConfig
 
@@ -55,11 +62,13 @@ class Hooking:
         @property
         def model(self) -> str | None: ...
         def replace_messages(self, messages: Sequence[Any]) -> Any: ...
+        def _request_messages(self) -> list[dict[str, Any]]: ...
 
     def _init_hooking(self) -> None:
         """Create the robot's hook registry and learnings (in ``Robot.__init__``)."""
         self.hooks = hook_system.HookRegistry()
         self._learnings: list[str] = []
+        self._delegations: set[asyncio.Task[Any]] = set()
 
     def on(
         self, handler_class: type[hook_system.Hook], *, context: Mapping[str, Any] | None = None
@@ -124,9 +133,7 @@ class Hooking:
             await self._maybe_compact(scope)
             return await state.execute()
 
-        result = await hook_system.run(
-            "llm_generation", context, generate, **scope._asdict()
-        )
+        result = await hook_system.run("llm_generation", context, generate, **scope._asdict())
         if isinstance(result, RobotResult):
             return result
         if isinstance(result, str):
@@ -150,12 +157,13 @@ class Hooking:
     async def alearn(self, text: Any) -> Self:
         """Remember ``text``: later runs get it prepended to their message.
 
-        Blank text is ignored (no hooks fire). Learnings that ``text`` contains are replaced by it;
-        text that a learning already contains is not stored again. Runs inside the ``learn`` hook
-        family; its ``on_learn`` hook fires whether or not the text was stored (``ctx.stored``).
+        Blank text (or ``None``) is ignored (no hooks fire). Learnings that ``text`` contains are
+        replaced by it; text that a learning already contains (or equals) is not stored again. Runs
+        inside the ``learn`` hook family; its ``on_learn`` hook fires whether or not the text was
+        stored (``ctx.stored``).
         The list is also kept in the robot's memory under ``"learnings"``.
         """
-        text = str(text).strip()
+        text = ruby_strip("" if text is None else str(text))
         if not text:
             return self
         context = hook_system.LearnHookContext(robot=self, text=text, learnings_before=tuple(self._learnings))
@@ -220,7 +228,8 @@ class Hooking:
     async def _maybe_compact(self, scope: hook_system.HookScope) -> None:
         """Compact the history before the model call when ``auto_compact`` asks for it.
 
-        ``"context_window"``: when the history's estimated tokens (characters / 4) reach
+        ``"context_window"``: when the estimated tokens of the instructions and history
+        (characters / 4) reach
         ``compact_threshold`` (default 0.80) of the model's context window. A callable: always, by
         calling it with the robot. Either way inside the ``compaction`` family, whose
         ``on_compaction`` hooks may supply the new history instead.
@@ -231,7 +240,7 @@ class Hooking:
         if callable(mode):
             strategy = "custom"
         elif mode == "context_window":
-            estimated = sum(len(str(m.get("content") or "")) for m in self._messages) // 4
+            estimated = sum(len(str(m.get("content") or "")) for m in self._request_messages()) // 4
             threshold = self.config.compact_threshold
             share = DEFAULT_COMPACT_THRESHOLD if threshold is None else threshold
             if estimated < self._context_window() * share:
@@ -245,9 +254,7 @@ class Hooking:
         )
 
         async def compact() -> None:
-            await hook_system.call(
-                "on_compaction", context, **scope._asdict()
-            )
+            await hook_system.call("on_compaction", context, **scope._asdict())
             if context.compacted_messages is not None:
                 self.replace_messages(context.compacted_messages)
                 return
@@ -264,3 +271,64 @@ class Hooking:
             context.compacted_messages = self.messages
 
         await hook_system.run("compaction", context, compact, **scope._asdict())
+
+    # -- history search ----------------------------------------------------------------------------
+    def search_history(self, query: str, *, limit: int = 5) -> list[HistoryResult]:
+        """The messages of :attr:`messages` most relevant to ``query``, best first (at most ``limit``);
+        each hit's ``index`` is its position in :attr:`messages`. See :func:`robotlab.search_history`."""
+        from .history import search_history
+
+        return search_history(self._messages, query, limit=limit)
+
+    # -- delegation --------------------------------------------------------------------------------
+    @overload
+    def delegate(self, *, to: Any, task: Any, async_: Literal[False] = False, **run_kwargs: Any) -> RobotResult: ...
+    @overload
+    def delegate(self, *, to: Any, task: Any, async_: Literal[True], **run_kwargs: Any) -> DelegationFuture: ...
+    def delegate(
+        self, *, to: Any, task: Any, async_: bool = False, **run_kwargs: Any
+    ) -> RobotResult | DelegationFuture:
+        """Have robot ``to`` run ``task`` (keyword arguments go to its ``run``) on this robot's behalf.
+
+        Synchronous by default: returns the delegatee's :class:`~robotlab.RobotResult` with
+        ``duration`` and ``delegated_by`` (this robot's name) set; inside a coroutine use
+        :meth:`adelegate`. With ``async_=True`` it returns a :class:`~robotlab.DelegationFuture` at
+        once: the run goes on as a task of the running event loop (or, called outside one, on
+        RobotLab's background loop) and settles the future. Block on ``future.value(timeout=...)``
+        from synchronous code, ``await future`` in a coroutine.
+        """
+        if not async_:
+            return run_sync(self.adelegate(to=to, task=task, **run_kwargs))
+        future = DelegationFuture(robot_name=str(to.name), delegated_by=self.name)
+        work = self.adelegate(to=to, task=task, **run_kwargs)
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        job: asyncio.Task[Any] | concurrent.futures.Future[Any]
+        if loop is not None:
+            job = loop.create_task(work)
+            self._delegations.add(job)
+            job.add_done_callback(self._delegations.discard)
+        else:
+            job = asyncio.run_coroutine_threadsafe(work, get_loop())
+        job.add_done_callback(lambda done: _settle(future, done))
+        return future
+
+    async def adelegate(self, *, to: Any, task: Any, **run_kwargs: Any) -> RobotResult:
+        """:meth:`delegate`, awaited: the delegatee's result with ``duration`` and ``delegated_by`` set."""
+        started = time.monotonic()
+        result: RobotResult = await to.arun(task, **run_kwargs)
+        result.duration = time.monotonic() - started
+        result.delegated_by = self.name
+        return result
+
+
+def _settle(future: DelegationFuture, done: asyncio.Task[Any] | concurrent.futures.Future[Any]) -> None:
+    """Settle ``future`` with the outcome of the finished delegated run ``done``."""
+    if done.cancelled():
+        future.reject(asyncio.CancelledError(f"Delegation to '{future.robot_name}' was cancelled"))
+    elif (error := done.exception()) is not None:
+        future.reject(error)
+    else:
+        future.resolve(done.result())

@@ -334,9 +334,7 @@ class Hook:
     def implements(cls, hook_name: str) -> bool:
         """Whether this handler defines the hook ``hook_name``."""
         return (
-            not hook_name.startswith("_")
-            and not hasattr(Hook, hook_name)
-            and callable(getattr(cls, hook_name, None))
+            not hook_name.startswith("_") and not hasattr(Hook, hook_name) and callable(getattr(cls, hook_name, None))
         )
 
     @classmethod
@@ -449,9 +447,7 @@ _scope: contextvars.ContextVar[HookScope | None] = contextvars.ContextVar("robot
 
 
 @contextlib.contextmanager
-def with_hook_scope(
-    registries: Sequence[HookRegistry | None], per_run_hooks: Any = None
-) -> Iterator[HookScope]:
+def with_hook_scope(registries: Sequence[HookRegistry | None], per_run_hooks: Any = None) -> Iterator[HookScope]:
     """Make ``registries`` and ``per_run_hooks`` the current scope for the block (and every task
     it starts), restoring the previous scope after."""
     scope = HookScope(tuple(registries), normalize_hooks(per_run_hooks))

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any, ClassVar, TextIO
 
 from .hooks import Hook, HookContext, get_hooks, on
+from .text_analysis import ruby_strip
 
 __all__ = ["Narrator"]
 
@@ -45,7 +47,7 @@ class Narrator(Hook):
         try:
             robot = getattr(ctx, "robot", None)
             who = getattr(robot, "name", None) if robot is not None else None
-            cls._say(f"{who}: thinking…" if who else "thinking…")
+            cls._say("thinking…" if who is None else f"{who}: thinking…")
         except Exception:
             return None
 
@@ -76,13 +78,50 @@ class Narrator(Hook):
 
     @classmethod
     def _summarize(cls, args: Any) -> str:
-        if not isinstance(args, dict) or not args:
+        """`` key="value"`` for the first argument (the value clipped and quoted), else ``""``."""
+        if not isinstance(args, Mapping) or not args:
             return ""
         key, value = next(iter(args.items()))
-        return f" {key}={json.dumps(cls._clip(value), ensure_ascii=False)}"
+        return f" {key}={_quote(cls._clip(value))}"
 
     @classmethod
     def _clip(cls, value: Any) -> str:
-        lines = str(value).splitlines()
-        line = lines[0].strip() if lines else ""
+        """The first line of ``value``'s text, stripped, cut to :attr:`MAX` characters plus ``…``."""
+        if value is None:
+            text = ""
+        elif isinstance(value, str | BaseException):
+            text = str(value)
+        else:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        line = ruby_strip(text.split("\n", 1)[0])
         return f"{line[: cls.MAX]}…" if len(line) > cls.MAX else line
+
+
+_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\t": "\\t",
+    "\r": "\\r",
+    "\f": "\\f",
+    "\v": "\\v",
+    "\b": "\\b",
+    "\a": "\\a",
+    "\x1b": "\\e",
+}
+
+
+def _quote(text: str) -> str:
+    """``text`` in double quotes, escaped as Ruby's ``String#inspect`` does."""
+    out = []
+    for index, char in enumerate(text):
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char == "#" and text[index + 1 : index + 2] in ("{", "$", "@"):
+            out.append("\\#")
+        elif char == "\x7f":
+            out.append("\\x7F")
+        elif char < " ":
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'

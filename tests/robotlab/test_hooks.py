@@ -519,10 +519,8 @@ def test_tool_called_outside_a_run_uses_global_and_robot_hooks() -> None:
     tool = robot.local_tools[0]
     assert tool.robot is robot
     assert tool.call({"query": "z"}) == "found z"
-    assert tool.call('{"query": ') == (
-        "Error (lookup): arguments are not valid JSON (Expecting value at position 10)"
-    )
-    assert calls == ["global:{'query': 'z'}", "own:found z", "global:{\"query\": ", calls[-1]]
+    assert tool.call('{"query": ') == ("Error (lookup): arguments are not valid JSON (Expecting value at position 10)")
+    assert calls == ["global:{'query': 'z'}", "own:found z", 'global:{"query": ', calls[-1]]
     assert calls[-1].startswith("own:Error (lookup)")
 
 

@@ -102,3 +102,40 @@ def test_enable_registers_globally_once_and_narrates_a_run() -> None:
         '  · → get_weather location="Paris"',
         "  ·   ✗ no data",
     ]
+
+
+def test_values_are_quoted_as_ruby_inspect_does(output: io.StringIO) -> None:
+    cases: list[Any] = [
+        None,
+        42,
+        True,
+        'say "hi"',
+        "back\\slash",
+        "tab\there",
+        "#{x} #$y #@z #a",
+        "\x1b\x01\x7f",
+        "  padded  \r\nnext",
+        "mutually\x0bexclusive",
+        "naïve ✓",
+    ]
+    for value in cases:
+        narrate("before_tool_call", ToolCallHookContext(tool=Named("t"), tool_args={"v": value}))
+    assert output.getvalue().splitlines() == [
+        '  · → t v=""',
+        '  · → t v="42"',
+        '  · → t v="true"',
+        '  · → t v="say \\"hi\\""',
+        '  · → t v="back\\\\slash"',
+        '  · → t v="tab\\there"',
+        '  · → t v="\\#{x} \\#$y \\#@z #a"',
+        '  · → t v="\\e\\u0001\\x7F"',
+        '  · → t v="padded"',
+        '  · → t v="mutually\\vexclusive"',
+        '  · → t v="naïve ✓"',
+    ]
+
+
+def test_a_blank_robot_name_is_still_named_and_non_mapping_args_are_not_shown(output: io.StringIO) -> None:
+    narrate("before_llm_generation", LlmGenerationHookContext(robot=Named("")))
+    narrate("before_tool_call", ToolCallHookContext(tool=Named("raw"), tool_args="not json"))
+    assert output.getvalue() == "  · : thinking…\n  · → raw\n"
