@@ -64,10 +64,9 @@ class ServerDiscovery:
     @staticmethod
     def description_for(server: Any) -> str:
         """The server's description, stripped (``""`` when it has none)."""
-        if isinstance(server, Mapping):
-            description = server.get("description")
-        else:
-            description = getattr(server, "description", None)
+        description = (
+            server.get("description") if isinstance(server, Mapping) else getattr(server, "description", None)
+        )
         return "" if description is None else text_analysis.ruby_strip(str(description))
 
     @staticmethod
