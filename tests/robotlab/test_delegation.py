@@ -58,9 +58,9 @@ def test_resolve_then_value() -> None:
 def test_value_blocks_until_resolved_from_another_thread() -> None:
     f = future()
     settle_later(lambda: f.resolve("done"), delay=0.1)
-    started = time.monotonic()
+    assert not f.is_resolved
     assert f.value(timeout=5) == "done"
-    assert time.monotonic() - started >= 0.09
+    assert f.is_resolved
 
 
 def test_value_without_timeout_waits_as_long_as_it_takes() -> None:
