@@ -73,10 +73,17 @@ SETTINGS: dict[str, Setting] = {
         "robotlab.RunEvent", (str,), "'app_label.Model' of the stream event model (events kept for replay)."),
     "EXECUTOR": Setting(
         "thread", (str,), "How queued runs (admin re-run, RobotJob.enqueue) execute: 'thread' runs them in a "
-        "background thread of this process once the transaction commits; 'sync' runs them at once.",
-        choices=("thread", "sync")),
+        "background thread of this process once the transaction commits; 'sync' runs them at once; 'celery' "
+        "sends robotlab_django.tasks.run_robot to a Celery worker once the transaction commits.",
+        choices=("thread", "sync", "celery")),
     "TASK_QUEUE": Setting(
         "default", (str,), "Queue name given to jobs that name none (used by queue-based executors)."),
+    "TASK_MAX_ATTEMPTS": Setting(
+        3, (int,), "Times a run may be claimed (first run, redeliveries after a lost worker, re-queues by "
+        "robotlab_requeue_stuck) before it is marked failed instead of running again."),
+    "RUN_LEASE": Setting(
+        900, (int, float), "Seconds a run may stay 'running' before robotlab_requeue_stuck treats its worker as "
+        "lost; keep it above the longest run (and below the broker's visibility_timeout)."),
     "MAX_MESSAGE_LENGTH": Setting(
         32_000, (int,), "Longest user message, in characters, the services accept (ValueError beyond)."),
     "ADMIN_USAGE_DAYS": Setting(
@@ -123,6 +130,8 @@ class AppSettings:
     EVENT_MODEL = property(lambda self: self.get("EVENT_MODEL"), doc=SETTINGS["EVENT_MODEL"].doc)
     EXECUTOR = property(lambda self: self.get("EXECUTOR"), doc=SETTINGS["EXECUTOR"].doc)
     TASK_QUEUE = property(lambda self: self.get("TASK_QUEUE"), doc=SETTINGS["TASK_QUEUE"].doc)
+    TASK_MAX_ATTEMPTS = property(lambda self: self.get("TASK_MAX_ATTEMPTS"), doc=SETTINGS["TASK_MAX_ATTEMPTS"].doc)
+    RUN_LEASE = property(lambda self: self.get("RUN_LEASE"), doc=SETTINGS["RUN_LEASE"].doc)
     MAX_MESSAGE_LENGTH = property(lambda self: self.get("MAX_MESSAGE_LENGTH"),
                                   doc=SETTINGS["MAX_MESSAGE_LENGTH"].doc)
     ADMIN_USAGE_DAYS = property(lambda self: self.get("ADMIN_USAGE_DAYS"), doc=SETTINGS["ADMIN_USAGE_DAYS"].doc)

@@ -3,6 +3,8 @@
 * ``"thread"`` (the default): once the current transaction commits, the run executes in a
   background thread of this process, which closes its database connections when done.
 * ``"sync"``: the run executes at once, in the caller's thread (tests, scripts).
+* ``"celery"``: once the transaction commits, :func:`robotlab_django.tasks.run_robot` is sent to
+  a Celery worker (see :mod:`robotlab_django.tasks`).
 
 Only the row's primary key crosses to the executor, never model instances or secrets, so a
 queue-based executor can take the same calls.
@@ -24,7 +26,7 @@ __all__ = ["EXECUTORS", "dispatch", "join"]
 logger = logging.getLogger("robotlab_django")
 
 #: The executors this module provides.
-EXECUTORS = ("thread", "sync")
+EXECUTORS = ("thread", "sync", "celery")
 
 _threads: set[threading.Thread] = set()
 _threads_lock = threading.Lock()
@@ -51,8 +53,10 @@ def _start_thread(pk: Any) -> None:
     worker.start()
 
 
-def dispatch(result: Any) -> None:
+def dispatch(result: Any, *, queue: str | None = None) -> None:
     """Execute the queued ``result`` (a row or its primary key) with the configured executor.
+
+    ``queue`` is the Celery queue (``ROBOTLAB["TASK_QUEUE"]`` when ``None``); other executors ignore it.
 
     Raises:
         ImproperlyConfigured: ``ROBOTLAB["EXECUTOR"]`` names no executor of this module.
@@ -65,6 +69,10 @@ def dispatch(result: Any) -> None:
         execute_run(pk, raise_errors=False)
     elif mode == "thread":
         transaction.on_commit(lambda: _start_thread(pk), robust=True)
+    elif mode == "celery":
+        from .tasks import enqueue
+
+        enqueue(result, queue=queue)
     else:
         raise ImproperlyConfigured(f"ROBOTLAB['EXECUTOR'] is {mode!r}; choose one of: {', '.join(EXECUTORS)}.")
 

@@ -66,7 +66,7 @@ class RobotJob:
         from . import executor, services
 
         row = services.start_run(thread, self._robot(robot), message, user=user)
-        executor.dispatch(row)
+        executor.dispatch(row, queue=self.queue)
         return row
 
     def __repr__(self) -> str:

@@ -30,6 +30,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from . import streaming
 from .abstract_models import Status
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
@@ -293,6 +294,11 @@ def _finish_failed(row: Any, error: BaseException, robot: Any, history_length: i
                    fields["error_type"], fields["error"])
 
 
+def _starter(robot: Any, row: Any) -> Callable[[Callable[[Any], None]], Any]:
+    """The robot coroutine of ``row``'s run, given the event callback (see :mod:`.streaming`)."""
+    return lambda on_event: robot.arun(row.input or None, run_id=row.run_id, on_event=on_event)
+
+
 def execute_run(result: Any, *, llm: Any = None, robot_options: Mapping[str, Any] | None = None,
                 on_event: Callable[[Any], Any] | None = None, raise_errors: bool = True) -> Any:
     """Run a queued result: claim it, build the robot with the thread's history, run, store.
@@ -315,7 +321,7 @@ def execute_run(result: Any, *, llm: Any = None, robot_options: Mapping[str, Any
     robot, history_length = None, 0
     try:
         robot, history_length = _prepare(row, llm, robot_options or {})
-        outcome = robot.run(row.input or None, run_id=row.run_id, on_event=on_event)
+        outcome = streaming.stream_run(row.thread_id, row.pk, _starter(robot, row), on_event=on_event)
     except Exception as exc:
         _finish_failed(row, exc, robot, history_length, started)
         if raise_errors:
@@ -335,7 +341,7 @@ async def aexecute_run(result: Any, *, llm: Any = None, robot_options: Mapping[s
     robot, history_length = None, 0
     try:
         robot, history_length = await sync_to_async(_prepare)(row, llm, robot_options or {})
-        outcome = await robot.arun(row.input or None, run_id=row.run_id, on_event=on_event)
+        outcome = await streaming.astream_run(row.thread_id, row.pk, _starter(robot, row), on_event=on_event)
     except Exception as exc:
         await sync_to_async(_finish_failed)(row, exc, robot, history_length, started)
         if raise_errors:

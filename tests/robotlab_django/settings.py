@@ -20,7 +20,9 @@ def _databases() -> dict[str, dict[str, object]]:
         return {"default": dict(dj_database_url.parse(url))}
     if choice != "sqlite":
         raise ValueError(f"ROBOTLAB_TEST_DB must be 'sqlite' or 'postgres', not {choice!r}")
-    return {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:",
+    # ROBOTLAB_TEST_SQLITE_PATH: a file database shared with subprocesses (the Celery worker test)
+    return {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.environ.get("ROBOTLAB_TEST_SQLITE_PATH",
+                                                                                      ":memory:"),
                         "OPTIONS": {"transaction_mode": "IMMEDIATE"}}}
 
 
@@ -69,3 +71,15 @@ ROBOTLAB = {
     "EXECUTOR": "sync",
     "LLM": "robotlab.demo.DemoLLM",
 }
+
+# Live runs: the in-memory layer by default; ROBOTLAB_TEST_REDIS_URL switches the layer to channels-redis.
+# Celery (the worker test and benchmarks/streaming.py) uses the Redis on 127.0.0.1:6379, database 15.
+REDIS_URL = os.environ.get("ROBOTLAB_TEST_REDIS_URL", "")
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+                  if REDIS_URL else {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+CELERY_BROKER_URL = REDIS_URL or "redis://127.0.0.1:6379/15"
+CELERY_RESULT_BACKEND = CELERY_BROKER_URL
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}

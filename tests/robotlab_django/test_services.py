@@ -228,8 +228,8 @@ def test_thread_executor_runs_after_commit(settings: Any, scripted_llm: Callable
 def test_an_unknown_executor_is_a_configuration_error(settings: Any) -> None:
     from django.core.exceptions import ImproperlyConfigured
 
-    settings.ROBOTLAB = {"EXECUTOR": "celery"}
-    with pytest.raises(ImproperlyConfigured, match="choose one of: thread, sync"):
+    settings.ROBOTLAB = {"EXECUTOR": "rq"}
+    with pytest.raises(ImproperlyConfigured, match="choose one of: thread, sync, celery"):
         executor.dispatch(1)
 
 

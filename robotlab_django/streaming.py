@@ -1,0 +1,235 @@
+"""Streaming a run's events: coalesced, stored as ``RunEvent`` rows for replay, sent to the thread's group.
+
+:func:`stream_run` (sync) and :func:`astream_run` (async) run a robot coroutine and pump its
+:class:`robotlab.streaming.Event`\\ s in the caller's thread (so the database writes use the
+caller's connection and transaction). :class:`Coalescer` merges consecutive ``text.delta`` events
+and says when a batch is due: ``FLUSH_INTERVAL`` seconds after its first event, at
+``FLUSH_DELTAS`` deltas, or at once for any other event (``tool_call.started``, ``run.completed``,
+...). Each batch is one ``bulk_create`` of ``RunEvent`` rows and one channel-layer message::
+
+    {"type": "robotlab.events", "thread": <thread pk>, "events": [<event>, ...]}
+
+sent to the group :func:`thread_group` (``robotlab.thread.<pk>``). Each event is
+``event.to_dict()`` (``kind``, ``run_id``, ``seq``, ``ts`` and the payload) plus ``cursor``: the
+``RunEvent`` primary key, which grows with every stored event of the thread, across runs. A client
+that reconnects asks for the events ``after`` its last cursor (see
+:mod:`robotlab_django.consumers`). A merged delta keeps the ``ts`` of its first piece and the
+``seq`` of its last, so per-run ``seq`` stays monotonic (with gaps). Publishing is at-most-once
+(the channel layer may drop messages); the stored rows are the source of truth for replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from asgiref.sync import async_to_sync, sync_to_async
+
+from robotlab._runtime import get_loop
+from robotlab.streaming import TEXT_DELTA, Event, is_delta
+
+from .conf import app_settings
+
+__all__ = [
+    "FLUSH_DELTAS",
+    "FLUSH_INTERVAL",
+    "MESSAGE_TYPE",
+    "Coalescer",
+    "astream_run",
+    "get_layer",
+    "persist_events",
+    "stream_run",
+    "thread_group",
+]
+
+logger = logging.getLogger("robotlab_django")
+T = TypeVar("T")
+
+#: Seconds a batch waits for more deltas after its first event.
+FLUSH_INTERVAL = 0.05
+#: Deltas that make a batch due before ``FLUSH_INTERVAL``.
+FLUSH_DELTAS = 20
+#: The ``type`` of the channel-layer messages (handled by ``ThreadConsumer.robotlab_events``).
+MESSAGE_TYPE = "robotlab.events"
+
+Starter = Callable[[Callable[[Event], None]], Awaitable[T]]
+
+
+def thread_group(thread_id: Any) -> str:
+    """The channel-layer group of a thread's live events: ``robotlab.thread.<pk>``."""
+    return f"robotlab.thread.{thread_id}"
+
+
+def get_layer() -> Any:
+    """The default channel layer, or ``None`` when ``CHANNEL_LAYERS`` configures none."""
+    from channels.layers import get_channel_layer
+
+    return get_channel_layer()
+
+
+class Coalescer:
+    """Buffers events, merging consecutive ``text.delta`` events of a run, and says when to flush."""
+
+    def __init__(self, interval: float = FLUSH_INTERVAL, max_deltas: int = FLUSH_DELTAS) -> None:
+        self.interval = interval
+        self.max_deltas = max_deltas
+        self._events: list[Event] = []
+        self._deltas = 0
+        self._urgent = False
+        self._first_at: float | None = None
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def add(self, event: Event) -> None:
+        """Buffer ``event``; a ``text.delta`` right after another one of the same run joins it."""
+        if self._first_at is None:
+            self._first_at = time.monotonic()
+        last = self._events[-1] if self._events else None
+        if event.kind == TEXT_DELTA and last is not None and last.kind == TEXT_DELTA and last.run_id == event.run_id:
+            merged = {**last.data, **event.data, "text": f"{last.data.get('text', '')}{event.data.get('text', '')}"}
+            self._events[-1] = Event(kind=TEXT_DELTA, run_id=event.run_id, seq=event.seq, ts=last.ts, data=merged)
+        else:
+            self._events.append(event)
+        if is_delta(event.kind):
+            self._deltas += 1
+        else:
+            self._urgent = True
+
+    def time_left(self) -> float | None:
+        """Seconds until the buffered batch is due (0 when due now); ``None`` when empty."""
+        if self._first_at is None:
+            return None
+        if self._urgent or self._deltas >= self.max_deltas:
+            return 0.0
+        return max(0.0, self._first_at + self.interval - time.monotonic())
+
+    @property
+    def is_due(self) -> bool:
+        """Whether the buffered batch should be flushed now."""
+        return self.time_left() == 0.0
+
+    def drain(self) -> list[Event]:
+        """The buffered (coalesced) events, emptying the buffer."""
+        events, self._events = self._events, []
+        self._deltas, self._urgent, self._first_at = 0, False, None
+        return events
+
+
+def persist_events(thread_id: Any, result_id: Any, events: Sequence[Event]) -> list[dict[str, Any]]:
+    """Store ``events`` as ``RunEvent`` rows (one ``bulk_create``); their wire dicts with ``cursor``."""
+    model = app_settings.event_model()
+    rows = model.objects.bulk_create([
+        model(thread_id=thread_id, result_id=result_id, run_id=event.run_id, seq=event.seq, kind=event.kind,
+              ts=event.ts, data=event.data)
+        for event in events
+    ])
+    return [{**event.to_dict(), "cursor": row.pk} for event, row in zip(events, rows, strict=True)]
+
+
+def _message(thread_id: Any, payload: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": MESSAGE_TYPE, "thread": thread_id, "events": payload}
+
+
+def _persist(thread_id: Any, result_id: Any, events: list[Event]) -> list[dict[str, Any]]:
+    try:
+        return persist_events(thread_id, result_id, events)
+    except Exception:  # storage must never fail the run; the live copy still goes out
+        logger.exception("robotlab: could not store %d events of thread %s", len(events), thread_id)
+        return [event.to_dict() for event in events]
+
+
+def _tee(target: Callable[[Event], Any], extra: Callable[[Event], Any] | None) -> Callable[[Event], None]:
+    def on_event(event: Event) -> None:
+        target(event)
+        if extra is not None:
+            extra(event)
+
+    return on_event
+
+
+def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *, on_event: Callable[[Event], Any] | None = None,
+               layer: Any = None) -> T:
+    """Run ``start(on_event)`` on RobotLab's loop, storing and publishing its events from this thread.
+
+    Args:
+        thread_id: The thread's primary key (the group and the rows' thread).
+        result_id: The run's ``RobotResult`` primary key.
+        start: Given the event callback, returns the robot coroutine
+            (``lambda cb: robot.arun(text, on_event=cb)``).
+        on_event: Also receives every raw event (on the robot's loop).
+        layer: The channel layer; defaults to :func:`get_layer` (``None``: store only).
+
+    Returns:
+        What the coroutine returned; its exception is raised after the last batch went out.
+    """
+    layer = get_layer() if layer is None else layer
+    events: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
+    future = asyncio.run_coroutine_threadsafe(_run(start, _tee(events.put, on_event)), get_loop())
+    future.add_done_callback(lambda _: events.put(None))
+    buffer, done = Coalescer(), False
+    send = async_to_sync(layer.group_send) if layer is not None else None
+    try:
+        while not done:
+            try:
+                item = events.get(timeout=buffer.time_left())
+            except queue.Empty:
+                item = None
+            else:
+                done = item is None
+            if item is not None:
+                buffer.add(item)
+            if len(buffer) and (done or buffer.is_due):
+                payload = _persist(thread_id, result_id, buffer.drain())
+                if send is not None:
+                    _publish_sync(send, thread_id, payload)
+    except BaseException:
+        future.cancel()
+        raise
+    return future.result()
+
+
+async def _run(start: Starter[T], on_event: Callable[[Event], None]) -> T:
+    return await start(on_event)
+
+
+def _publish_sync(send: Callable[..., Any], thread_id: Any, payload: list[dict[str, Any]]) -> None:
+    try:
+        send(thread_group(thread_id), _message(thread_id, payload))
+    except Exception:  # the layer is at-most-once anyway; replay covers the gap
+        logger.exception("robotlab: could not publish events of thread %s", thread_id)
+
+
+async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
+                      on_event: Callable[[Event], Any] | None = None, layer: Any = None) -> T:
+    """The async :func:`stream_run`: the robot runs on the current loop; rows are written in a thread."""
+    layer = get_layer() if layer is None else layer
+    events: asyncio.Queue[Event | None] = asyncio.Queue()
+    task = asyncio.ensure_future(_run(start, _tee(events.put_nowait, on_event)))
+    task.add_done_callback(lambda _: events.put_nowait(None))
+    buffer, done = Coalescer(), False
+    try:
+        while not done:
+            try:
+                item = await asyncio.wait_for(events.get(), buffer.time_left())
+            except TimeoutError:
+                item = None
+            else:
+                done = item is None
+            if item is not None:
+                buffer.add(item)
+            if len(buffer) and (done or buffer.is_due):
+                payload = await sync_to_async(_persist)(thread_id, result_id, buffer.drain())
+                if layer is not None:
+                    try:
+                        await layer.group_send(thread_group(thread_id), _message(thread_id, payload))
+                    except Exception:
+                        logger.exception("robotlab: could not publish events of thread %s", thread_id)
+    except BaseException:
+        task.cancel()
+        raise
+    return await task

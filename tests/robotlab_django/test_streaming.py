@@ -1,0 +1,134 @@
+"""Run events: coalesced, stored as RunEvent rows, sent to the thread's group."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
+from django.db import connections
+
+from robotlab.streaming import Event
+from robotlab.testing import FakeLLM, text
+from robotlab_django import services
+from robotlab_django.models import RunEvent
+from robotlab_django.streaming import FLUSH_DELTAS, MESSAGE_TYPE, Coalescer, persist_events, thread_group
+
+LONG = " ".join(f"word{i}" for i in range(200))
+
+
+def _delta(seq: int, piece: str, run_id: str = "r1") -> Event:
+    return Event(kind="text.delta", run_id=run_id, seq=seq, ts=float(seq), data={"text": piece})
+
+
+def test_the_coalescer_merges_deltas_and_is_due_at_the_delta_limit() -> None:
+    buffer = Coalescer(interval=60)
+    assert buffer.time_left() is None
+    for seq in range(1, FLUSH_DELTAS):
+        buffer.add(_delta(seq, f"{seq} "))
+    assert not buffer.is_due and len(buffer) == 1
+    buffer.add(_delta(FLUSH_DELTAS, "end"))
+    assert buffer.is_due
+    (merged,) = buffer.drain()
+    assert merged.data["text"] == "".join(f"{seq} " for seq in range(1, FLUSH_DELTAS)) + "end"
+    assert (merged.seq, merged.ts) == (FLUSH_DELTAS, 1.0)  # the last seq, the first piece's time
+    assert len(buffer) == 0 and buffer.time_left() is None
+
+
+def test_other_events_are_due_at_once_and_keep_their_order() -> None:
+    buffer = Coalescer(interval=60)
+    buffer.add(_delta(1, "a"))
+    assert buffer.time_left() == pytest.approx(60, abs=1)
+    buffer.add(Event(kind="tool_call.started", run_id="r1", seq=2, ts=2.0, data={"name": "add"}))
+    buffer.add(_delta(3, "b"))
+    buffer.add(_delta(4, "c", run_id="r2"))  # another run's delta is not merged
+    assert buffer.is_due
+    assert [(event.kind, event.seq, event.data.get("text")) for event in buffer.drain()] == [
+        ("text.delta", 1, "a"), ("tool_call.started", 2, None), ("text.delta", 3, "b"), ("text.delta", 4, "c")]
+
+
+def test_a_batch_is_due_after_the_interval() -> None:
+    buffer = Coalescer(interval=0.0)
+    buffer.add(_delta(1, "a"))
+    assert buffer.is_due
+
+
+@pytest.mark.django_db
+def test_a_run_stores_few_coalesced_events_that_rebuild_the_reply() -> None:
+    seen: list[Event] = []
+    row = services.run_robot("s1", "echo", "talk", llm=FakeLLM([text(LONG)]), on_event=seen.append)
+    stored = list(RunEvent.objects.filter(thread_id=row.thread_id).order_by("pk"))
+    raw_deltas = [event for event in seen if event.kind == "text.delta"]
+    deltas = [event for event in stored if event.kind == "text.delta"]
+    assert len(raw_deltas) == 200 and 0 < len(deltas) < len(raw_deltas) // 5
+    assert "".join(event.data["text"] for event in deltas) == row.reply == LONG
+    assert stored[0].kind == "run.started" and stored[-1].kind == "stream.ended"
+    assert {event.run_id for event in stored} == {row.run_id} and {e.result_id for e in stored} == {row.pk}
+    seqs = [event.seq for event in stored]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+@pytest.mark.django_db
+def test_persisted_events_carry_a_growing_cursor() -> None:
+    row = services.run_robot("s1", "echo", "hi", llm=FakeLLM([text("one")]))
+    second = services.run_robot("s1", "echo", "again", llm=FakeLLM([text("two")]))
+    events = [_delta(1, "x", run_id="r9")]
+    (wire,) = persist_events(row.thread_id, second.pk, events)
+    cursors = list(RunEvent.objects.filter(thread_id=row.thread_id).order_by("pk").values_list("pk", flat=True))
+    assert wire == {"kind": "text.delta", "run_id": "r9", "seq": 1, "ts": 1.0, "text": "x", "cursor": cursors[-1]}
+    assert cursors == sorted(cursors) and len(cursors) > 2
+
+
+@pytest.mark.django_db
+def test_a_sync_run_reaches_the_threads_group() -> None:
+    layer = get_channel_layer()
+    thread = services.get_thread("s-live")
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(thread_group(thread.pk), channel)
+    row = services.run_robot(thread, "echo", "talk", llm=FakeLLM([text(LONG)]))
+    messages = async_to_sync(_drain)(layer, channel)
+    assert {message["type"] for message in messages} == {MESSAGE_TYPE}
+    events = [event for message in messages for event in message["events"]]
+    assert [event["cursor"] for event in events] == list(
+        RunEvent.objects.filter(thread_id=thread.pk).order_by("pk").values_list("pk", flat=True))
+    assert "".join(event["text"] for event in events if event["kind"] == "text.delta") == row.reply
+    assert len(messages) < 20  # not one channel message per token
+
+
+async def _drain(layer: Any, channel: str) -> list[dict[str, Any]]:
+    messages = []
+    while True:
+        try:
+            messages.append(await asyncio.wait_for(layer.receive(channel), 0.2))
+        except TimeoutError:
+            return messages
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_async_run_streams_too() -> None:
+    layer = get_channel_layer()
+    try:
+        thread = await sync_to_async(services.get_thread)("s-async")
+        channel = await layer.new_channel()
+        await layer.group_add(thread_group(thread.pk), channel)
+        row = await services.arun_robot(thread, "echo", "talk", llm=FakeLLM([text("async words here")]))
+        events = [event for message in await _drain(layer, channel) for event in message["events"]]
+        assert events[0]["kind"] == "run.started" and events[-1]["kind"] == "stream.ended"
+        assert "".join(event["text"] for event in events if event["kind"] == "text.delta") == row.reply
+        assert await RunEvent.objects.filter(thread_id=thread.pk).acount() == len(events)
+    finally:
+        await sync_to_async(connections.close_all)()
+
+
+class _BrokenLayer:
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        raise ConnectionError("layer down")
+
+
+@pytest.mark.django_db
+def test_a_broken_layer_does_not_fail_the_run(monkeypatch: Any) -> None:
+    monkeypatch.setattr("robotlab_django.streaming.get_layer", _BrokenLayer)
+    row = services.run_robot("s1", "echo", "hi", llm=FakeLLM([text("still fine")]))
+    assert row.reply == "still fine" and RunEvent.objects.filter(result=row).exists()

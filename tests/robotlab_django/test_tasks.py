@@ -1,0 +1,149 @@
+"""The Celery task and stuck-run recovery, called in process (and once through a real worker: test_worker.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from celery import current_app
+from django.core.management import call_command
+from django.db import InterfaceError, OperationalError, transaction
+from django.utils import timezone
+
+from robotlab.errors import ConfigurationError
+from robotlab.testing import raise_, text
+from robotlab_django import executor, services, tasks
+from robotlab_django.models import RobotResult, Status
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def eager() -> Iterator[None]:
+    """Celery runs sent tasks in process (its own test mode), so the celery executor needs no broker here."""
+    saved = current_app.conf.task_always_eager, current_app.conf.task_eager_propagates
+    current_app.conf.update(task_always_eager=True, task_eager_propagates=True)
+    try:
+        yield
+    finally:
+        current_app.conf.update(task_always_eager=saved[0], task_eager_propagates=saved[1])
+
+
+def test_the_task_is_configured_for_at_least_once_delivery_with_one_retry_layer() -> None:
+    task = tasks.run_robot
+    assert task.name == "robotlab_django.tasks.run_robot"
+    assert task.acks_late is True and task.reject_on_worker_lost is True
+    assert task.autoretry_for == (OperationalError, InterfaceError) and task.max_retries == 2
+    assert not any(issubclass(ConfigurationError, kind) for kind in task.autoretry_for)
+
+
+def test_the_task_runs_a_queued_run(scripted_llm: Any) -> None:
+    scripted_llm(text("Hello from the task."))
+    row = services.start_run("s1", "echo", "Hi")
+    outcome = tasks.run_robot(row.pk)
+    row.refresh_from_db()
+    assert outcome == {"result_id": row.pk, "run_id": row.run_id, "status": "completed", "attempts": 1,
+                       "skipped": False}
+    assert (row.status, row.reply) == (Status.COMPLETED, "Hello from the task.")
+
+
+def test_a_redelivered_run_never_runs_twice(scripted_llm: Any) -> None:
+    llm = scripted_llm(text("once"))
+    row = services.start_run("s1", "echo", "Hi")
+    tasks.run_robot(row.pk)
+    again = tasks.run_robot(row.pk)
+    row.refresh_from_db()
+    assert again["skipped"] is True and again["status"] == "completed"
+    assert len(llm.requests) == 1 and row.attempts == 1 and row.reply == "once"
+
+
+def test_a_run_that_used_up_its_attempts_is_failed_not_run(scripted_llm: Any, settings: Any) -> None:
+    llm = scripted_llm(text("never"))
+    row = services.start_run("s1", "echo", "Hi")
+    RobotResult.objects.filter(pk=row.pk).update(status=Status.RETRYING, attempts=3)
+    outcome = tasks.run_robot(row.pk)
+    row.refresh_from_db()
+    assert outcome["skipped"] is True and row.status == Status.FAILED and row.error_type == "AttemptsExhausted"
+    assert row.error == ("Gave up after 3 attempts (ROBOTLAB['TASK_MAX_ATTEMPTS'] is 3); its worker was lost "
+                         "each time.")
+    assert llm.requests == []
+
+
+def test_a_configuration_error_fails_the_run_without_a_retry(scripted_llm: Any) -> None:
+    llm = scripted_llm(raise_(ConfigurationError("No model configured")))
+    row = services.start_run("s1", "echo", "Hi")
+    applied = tasks.run_robot.apply(args=(row.pk,))
+    row.refresh_from_db()
+    assert applied.successful() and applied.result["status"] == "failed"
+    assert (row.status, row.error_type, row.error, row.attempts) == (
+        Status.FAILED, "ConfigurationError", "No model configured", 1)
+    assert len(llm.requests) == 1
+
+
+def test_a_missing_run_is_dropped() -> None:
+    assert tasks.run_robot(987654)["status"] == "missing"
+
+
+def test_the_celery_executor_sends_the_task_after_commit(scripted_llm: Any, settings: Any, eager: None,
+                                                         django_capture_on_commit_callbacks: Any) -> None:
+    scripted_llm(text("via celery"))
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "EXECUTOR": "celery"}
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        row = services.start_run("s1", "echo", "Hi")
+        executor.dispatch(row)
+        assert RobotResult.objects.get(pk=row.pk).status == Status.QUEUED  # nothing ran before the commit
+    assert len(callbacks) == 1
+    row.refresh_from_db()
+    assert (row.status, row.reply) == (Status.COMPLETED, "via celery") and len(row.task_id) == 32
+
+
+def test_a_rolled_back_transaction_sends_nothing(scripted_llm: Any, settings: Any, eager: None,
+                                                 django_capture_on_commit_callbacks: Any) -> None:
+    llm = scripted_llm(text("never"))
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "EXECUTOR": "celery"}
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        try:
+            with transaction.atomic():
+                executor.dispatch(services.start_run("s1", "echo", "Hi"))
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+    assert callbacks == [] and llm.requests == [] and not RobotResult.objects.exists()
+
+
+def _stuck(status: str, attempts: int, minutes: int = 60) -> RobotResult:
+    row = services.start_run("s-stuck", "echo", "Hi")
+    long_ago = timezone.now() - timedelta(minutes=minutes)
+    RobotResult.objects.filter(pk=row.pk).update(status=status, attempts=attempts, started_at=long_ago,
+                                                 updated_at=long_ago)
+    return row
+
+
+def test_requeue_stuck_requeues_lost_runs_and_fails_exhausted_ones(scripted_llm: Any, settings: Any) -> None:
+    scripted_llm(text("recovered"), text("picked up"))
+    lost, exhausted, fresh = _stuck(Status.RUNNING, 1), _stuck(Status.RUNNING, 3), _stuck(Status.RUNNING, 1, 1)
+    never_sent = _stuck(Status.QUEUED, 0)
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "RUN_LEASE": 600}
+    requeued, failed = tasks.requeue_stuck()
+    assert (requeued, failed) == ([lost.pk, never_sent.pk], [exhausted.pk])
+    rows = {row.pk: row for row in RobotResult.objects.all()}
+    assert rows[lost.pk].status == Status.COMPLETED and rows[lost.pk].attempts == 2  # sync executor ran it
+    assert rows[never_sent.pk].status == Status.COMPLETED
+    assert rows[exhausted.pk].status == Status.FAILED and rows[exhausted.pk].error_type == "AttemptsExhausted"
+    assert rows[fresh.pk].status == Status.RUNNING
+
+
+def test_the_requeue_command_reports_and_dry_run_changes_nothing(capsys: Any) -> None:
+    lost = _stuck(Status.RUNNING, 1)
+    call_command("robotlab_requeue_stuck", "--dry-run", "--lease", "60")
+    assert capsys.readouterr().out.strip() == f"Would re-queue 1 run(s) [{lost.pk}]; would fail 0 run(s) []."
+    assert RobotResult.objects.get(pk=lost.pk).status == Status.RUNNING
+
+
+def test_the_requeue_command_refuses_a_bad_lease() -> None:
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match="--lease must be greater than 0."):
+        call_command("robotlab_requeue_stuck", "--lease", "0")
