@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from ._loop import ToolCall
+    from .ask import AskChannel, QueueChannel, TerminalChannel
     from .budget import Ledger
     from .bus import BusPoller, Delivery, MessageBus, RobotMessage
     from .config import configure, get_config, reload_config
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from .delegation import DelegationFuture
     from .document_store import DocumentStore
     from .doom_loop import DoomLoopDetector
+    from .embeddings import Embedder, LexicalEmbedder, LiteLLMEmbedder, SentenceTransformerEmbedder
     from .errors import (
         AwaitTimeout,
         BudgetExceeded,
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
     from .tools import AskUser, FunctionTool, Tool, tool
 
 _EXPORTS: dict[str, str] = {
+    "AskChannel": "ask",
     "AskUser": "tools",
     "AwaitTimeout": "errors",
     "BudgetExceeded": "errors",
@@ -84,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     "DependencyError": "errors",
     "DocumentStore": "document_store",
     "DoomLoopDetector": "doom_loop",
+    "Embedder": "embeddings",
     "Event": "streaming",
     "FlowResult": "task",
     "FunctionTool": "tools",
@@ -96,6 +100,8 @@ _EXPORTS: dict[str, str] = {
     "InferenceError": "errors",
     "LearnHookContext": "hooks",
     "Ledger": "budget",
+    "LexicalEmbedder": "embeddings",
+    "LiteLLMEmbedder": "embeddings",
     "LlmGenerationHookContext": "hooks",
     "MCPError": "errors",
     "Memory": "memory",
@@ -106,6 +112,7 @@ _EXPORTS: dict[str, str] = {
     "Narrator": "narrator",
     "Network": "network",
     "NetworkRunHookContext": "hooks",
+    "QueueChannel": "ask",
     "RactorBoundaryError": "errors",
     "Robot": "robot",
     "RobotLabError": "errors",
@@ -114,9 +121,11 @@ _EXPORTS: dict[str, str] = {
     "RunConfig": "run_config",
     "RunHookContext": "hooks",
     "Runnable": "runnable",
+    "SentenceTransformerEmbedder": "embeddings",
     "StateProxy": "memory",
     "Task": "task",
     "TaskHookContext": "hooks",
+    "TerminalChannel": "ask",
     "TextMessage": "messages",
     "Tool": "tools",
     "ToolCall": "_loop",
