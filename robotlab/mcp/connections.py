@@ -297,9 +297,10 @@ class Connection:
                 ready.set_exception(connect_error(config, error or TimeoutError()))
 
     async def _shutdown(self) -> None:
-        owner, self._owner = self._owner, None
-        if self._stop is not None:
-            self._stop.set()
+        owner, stop = self._owner, self._stop
+        self._owner = self._stop = None
+        if stop is not None:
+            stop.set()
         if owner is not None and not owner.done():
             with contextlib.suppress(BaseException):
                 await owner
@@ -320,12 +321,13 @@ class Connection:
             await self._reconnect()
         import anyio
 
+        client = self._client
         try:
             with anyio.fail_after(self.config.timeout):  # the SDK's in-process path has no read timeout
-                return await fn(self._client)
+                return await fn(client)
         except Exception as exc:
             error = request_error(self.config, exc)
-            if _is_lost(root_error(exc)):
+            if _is_lost(root_error(exc)) and self._client is client:  # not a session opened meanwhile
                 await self._shutdown()
             raise error from exc
 

@@ -201,7 +201,11 @@ class BackgroundHTTPServer:
         with BackgroundHTTPServer(create_server(robot)) as http:
             MCPClient({"name": "robots", "transport": {"type": "streamable-http", "url": http.url}})
 
-    ``port=0`` picks a free port; :attr:`url` says which.
+    ``port=0`` picks a free port; :attr:`url` says which. ``transport="sse"`` serves the older SSE
+    transport instead (at ``/sse`` unless ``path`` says otherwise).
+
+    Raises:
+        ValueError: an unknown transport.
     """
 
     def __init__(
@@ -210,12 +214,16 @@ class BackgroundHTTPServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        path: str = "/mcp",
+        path: str | None = None,
         stateless: bool = False,
+        transport: str = "streamable-http",
     ) -> None:
         self.server = server
         self.host = host
-        self.path = path
+        if transport not in ("streamable-http", "sse"):
+            raise ValueError(f"Unknown MCP transport {transport!r}: use 'streamable-http' or 'sse'")
+        self.transport = transport
+        self.path = path or ("/mcp" if transport == "streamable-http" else "/sse")
         self._socket = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))
@@ -226,7 +234,7 @@ class BackgroundHTTPServer:
 
     @property
     def url(self) -> str:
-        """The MCP endpoint, ``http://host:port/path``."""
+        """The endpoint, ``http://host:port/path``."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}{self.path}"
 
@@ -238,9 +246,12 @@ class BackgroundHTTPServer:
         """
         import uvicorn
 
-        app = self.server.streamable_http_app(
-            streamable_http_path=self.path, stateless_http=self._stateless, host=self.host
-        )
+        if self.transport == "sse":
+            app = self.server.sse_app(sse_path=self.path, host=self.host)
+        else:
+            app = self.server.streamable_http_app(
+                streamable_http_path=self.path, stateless_http=self._stateless, host=self.host
+            )
         self._uvicorn = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         started = threading.Event()
 

@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from robotlab.errors import MCPError
-from robotlab.mcp import ConnectionPoller, MCPClient, ServerConfig, content_text, get_manager
+from robotlab.mcp import (
+    BackgroundHTTPServer,
+    ConnectionPoller,
+    MCPClient,
+    ServerConfig,
+    content_text,
+    get_manager,
+)
 
 
 def stdio_command(code: str, *, timeout: float = 5) -> dict[str, Any]:
@@ -124,7 +131,7 @@ async def test_http_nobody_listening() -> None:
     ).aconnect()
     assert not client.is_connected
     assert isinstance(client.error, MCPError)
-    assert "gone" in str(client.error) or "127.0.0.1:9" in str(client.error)
+    assert str(client.error).startswith("Cannot connect to MCP server 'gone' (http://127.0.0.1:9/mcp): ")
 
 
 async def test_websocket_is_not_supported() -> None:
@@ -281,8 +288,12 @@ def test_connection_poller(stdio_config: dict[str, Any], fixture_server: Any) ->
 
     waiter = threading.Thread(target=pending)
     waiter.start()
-    while not poller._pending:
-        threading.Event().wait(0.01)
+    tick = threading.Event()
+    for _ in range(3000):  # until the request is in flight (at most 30 s)
+        if poller._pending:
+            break
+        tick.wait(0.01)
+    assert poller._pending
     assert poller.stop() is poller and poller.stop() is poller
     waiter.join(30)
     assert [str(f) for f in failures] == ["ConnectionPoller stopped"]
@@ -310,3 +321,19 @@ async def test_published_time_server() -> None:
         assert '"timezone": "Europe/Paris"' in answer
     finally:
         await client.adisconnect()
+
+
+async def test_sse_for_older_servers(fixture_server: Any) -> None:
+    with BackgroundHTTPServer(fixture_server, transport="sse") as http:
+        assert http.url.endswith("/sse")
+        client = await MCPClient({"name": "old", "transport": {"type": "sse", "url": http.url}}).aconnect()
+        try:
+            assert client.error is None
+            assert content_text(await client.acall_tool("add", {"a": 5, "b": 6})) == "11"
+        finally:
+            await client.adisconnect()
+
+
+def test_background_server_rejects_unknown_transport(fixture_server: Any) -> None:
+    with pytest.raises(ValueError, match="Unknown MCP transport 'ws'"):
+        BackgroundHTTPServer(fixture_server, transport="ws")
