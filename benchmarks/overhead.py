@@ -40,12 +40,17 @@ def lookup(key: str) -> str:
 
 def _summary(walls: list[float], cpu: float) -> dict[str, float]:
     walls = sorted(walls)
-    return {"p50_ms": walls[len(walls) // 2] * 1e3, "p99_ms": walls[max(0, int(len(walls) * 0.99) - 1)] * 1e3,
-            "mean_ms": statistics.fmean(walls) * 1e3, "cpu_ms": cpu * 1e3}
+    return {
+        "p50_ms": walls[len(walls) // 2] * 1e3,
+        "p99_ms": walls[max(0, int(len(walls) * 0.99) - 1)] * 1e3,
+        "mean_ms": statistics.fmean(walls) * 1e3,
+        "cpu_ms": cpu * 1e3,
+    }
 
 
-async def measure_pair(first: Callable[[], Awaitable[Any]], second: Callable[[], Awaitable[Any]],
-                       iterations: int) -> tuple[dict[str, float], dict[str, float]]:
+async def measure_pair(
+    first: Callable[[], Awaitable[Any]], second: Callable[[], Awaitable[Any]], iterations: int
+) -> tuple[dict[str, float], dict[str, float]]:
     """Wall and CPU time per call of two functions, interleaved call by call so drift cancels out."""
     for _ in range(max(5, iterations // 10)):
         await first()
@@ -102,8 +107,10 @@ async def bench(iterations: int) -> dict[str, Any]:
             litellm_two, robot_two = await measure_pair(raw_two_calls, robot_tool_round, n)
             key = f"latency_{int(latency * 1000)}ms"
             results[key] = {
-                "litellm_call": litellm_one, "robot_no_tools": robot_one,
-                "litellm_two_calls": litellm_two, "robot_one_tool_round": robot_two,
+                "litellm_call": litellm_one,
+                "robot_no_tools": robot_one,
+                "litellm_two_calls": litellm_two,
+                "robot_one_tool_round": robot_two,
                 "ratio_no_tools": robot_one["p50_ms"] / litellm_one["p50_ms"],
                 "ratio_tool_round": robot_two["p50_ms"] / litellm_two["p50_ms"],
                 "added_ms_per_call_no_tools": robot_one["p50_ms"] - litellm_one["p50_ms"],
@@ -116,8 +123,9 @@ async def bench(iterations: int) -> dict[str, Any]:
         stream_iterations = max(5, iterations // 20)
 
         async def raw_stream() -> None:
-            stream = await litellm.acompletion(messages=MESSAGES, stream=True,
-                                               stream_options={"include_usage": True}, **kwargs)
+            stream = await litellm.acompletion(
+                messages=MESSAGES, stream=True, stream_options={"include_usage": True}, **kwargs
+            )
             async for _chunk in stream:
                 pass
 
@@ -129,7 +137,8 @@ async def bench(iterations: int) -> dict[str, Any]:
 
         litellm_stream, robot_streamed = await measure_pair(raw_stream, robot_stream, stream_iterations)
         results["stream_1000_tokens"] = {
-            "litellm": litellm_stream, "robot": robot_streamed,
+            "litellm": litellm_stream,
+            "robot": robot_streamed,
             "added_us_per_token": (robot_streamed["p50_ms"] - litellm_stream["p50_ms"]) * 1e3 / 1000,
             "added_cpu_us_per_token": (robot_streamed["cpu_ms"] - litellm_stream["cpu_ms"]) * 1e3 / 1000,
         }
@@ -143,8 +152,12 @@ def main() -> None:
     args = parser.parse_args()
     results = asyncio.run(bench(args.iterations))
     litellm = load_litellm()
-    meta = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "litellm": getattr(litellm, "__version__", None) or _version("litellm")}
+    meta = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "litellm": getattr(litellm, "__version__", None) or _version("litellm"),
+    }
     print(f"B1 overhead  ({meta})")
     for latency in ("latency_0ms", "latency_20ms"):
         row = results[latency]
@@ -152,9 +165,13 @@ def main() -> None:
         for name in ("litellm_call", "robot_no_tools", "litellm_two_calls", "robot_one_tool_round"):
             m = row[name]
             print(f"  {name:22} p50 {m['p50_ms']:8.3f} ms  p99 {m['p99_ms']:8.3f} ms  cpu {m['cpu_ms']:7.3f} ms")
-        print(f"  ratio robot/litellm: no tools {row['ratio_no_tools']:.3f}, one tool round {row['ratio_tool_round']:.3f}")
-        print(f"  added per LLM call: no tools {row['added_ms_per_call_no_tools']:+.3f} ms, "
-              f"tool round {row['added_ms_per_call_tool_round']:+.3f} ms")
+        print(
+            f"  ratio robot/litellm: no tools {row['ratio_no_tools']:.3f}, one tool round {row['ratio_tool_round']:.3f}"
+        )
+        print(
+            f"  added per LLM call: no tools {row['added_ms_per_call_no_tools']:+.3f} ms, "
+            f"tool round {row['added_ms_per_call_tool_round']:+.3f} ms"
+        )
     s = results["stream_1000_tokens"]
     print("\nstream 1,000 tokens:")
     print(f"  litellm p50 {s['litellm']['p50_ms']:.1f} ms, robot p50 {s['robot']['p50_ms']:.1f} ms")
