@@ -149,6 +149,7 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
         self.mcp_discovery = mcp_discovery
         self.bus = bus
         self.input: Any = None
+        self.ask_channel: Any = None  # a robotlab.ask.AskChannel; AskUser falls back to the terminal
         self.output: Any = None
         self._llm = llm
         self._context = context
