@@ -90,9 +90,12 @@ class Coalescer:
         if self._first_at is None:
             self._first_at = time.monotonic()
         last = self._events[-1] if self._events else None
-        if event.kind == TEXT_DELTA and last is not None and last.kind == TEXT_DELTA and last.run_id == event.run_id:
-            merged = {**last.data, **event.data, "text": f"{last.data.get('text', '')}{event.data.get('text', '')}"}
-            self._events[-1] = Event(kind=TEXT_DELTA, run_id=event.run_id, seq=event.seq, ts=last.ts, data=merged)
+        joins = last is not None and last.kind == TEXT_DELTA and last.run_id == event.run_id
+        if event.kind == TEXT_DELTA and last is not None and joins:
+            joined = f"{last.data.get('text', '')}{event.data.get('text', '')}"
+            merged = {**last.data, **event.data, "text": joined}
+            self._events[-1] = Event(kind=TEXT_DELTA, run_id=event.run_id, seq=event.seq, ts=last.ts,
+                                     data=merged)
         else:
             self._events.append(event)
         if is_delta(event.kind):
@@ -152,8 +155,8 @@ def _tee(target: Callable[[Event], Any], extra: Callable[[Event], Any] | None) -
     return on_event
 
 
-def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *, on_event: Callable[[Event], Any] | None = None,
-               layer: Any = None) -> T:
+def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
+               on_event: Callable[[Event], Any] | None = None, layer: Any = None) -> T:
     """Run ``start(on_event)`` on RobotLab's loop, storing and publishing its events from this thread.
 
     Args:

@@ -46,7 +46,8 @@ def fail_exhausted(row: Any) -> bool:
     if row.attempts < limit:
         return False
     now = timezone.now()
-    fields = {"status": Status.FAILED, "error_type": "AttemptsExhausted", "finished_at": now, "updated_at": now,
+    fields = {"status": Status.FAILED, "error_type": "AttemptsExhausted", "finished_at": now,
+              "updated_at": now,
               "error": f"Gave up after {row.attempts} attempts (ROBOTLAB['TASK_MAX_ATTEMPTS'] is {limit}); "
                        "its worker was lost each time."}
     if type(row).objects.filter(pk=row.pk, status__in=[*_WAITING, Status.RUNNING]).update(**fields):

@@ -1,4 +1,4 @@
-"""The Celery app of the tests: ``celery -A tests.robotlab_django.celery_app worker`` runs robotlab's tasks."""
+"""The tests' Celery app: ``celery -A tests.robotlab_django.celery_app worker`` runs robotlab's tasks."""
 
 from __future__ import annotations
 

@@ -46,7 +46,8 @@ def test_other_events_are_due_at_once_and_keep_their_order() -> None:
     buffer.add(_delta(4, "c", run_id="r2"))  # another run's delta is not merged
     assert buffer.is_due
     assert [(event.kind, event.seq, event.data.get("text")) for event in buffer.drain()] == [
-        ("text.delta", 1, "a"), ("tool_call.started", 2, None), ("text.delta", 3, "b"), ("text.delta", 4, "c")]
+        ("text.delta", 1, "a"), ("tool_call.started", 2, None), ("text.delta", 3, "b"),
+        ("text.delta", 4, "c")]
 
 
 def test_a_batch_is_due_after_the_interval() -> None:
@@ -76,8 +77,10 @@ def test_persisted_events_carry_a_growing_cursor() -> None:
     second = services.run_robot("s1", "echo", "again", llm=FakeLLM([text("two")]))
     events = [_delta(1, "x", run_id="r9")]
     (wire,) = persist_events(row.thread_id, second.pk, events)
-    cursors = list(RunEvent.objects.filter(thread_id=row.thread_id).order_by("pk").values_list("pk", flat=True))
-    assert wire == {"kind": "text.delta", "run_id": "r9", "seq": 1, "ts": 1.0, "text": "x", "cursor": cursors[-1]}
+    stored = RunEvent.objects.filter(thread_id=row.thread_id).order_by("pk")
+    cursors = list(stored.values_list("pk", flat=True))
+    assert wire == {"kind": "text.delta", "run_id": "r9", "seq": 1, "ts": 1.0, "text": "x",
+                    "cursor": cursors[-1]}
     assert cursors == sorted(cursors) and len(cursors) > 2
 
 

@@ -1,4 +1,4 @@
-"""The Celery task and stuck-run recovery, called in process (and once through a real worker: test_worker.py)."""
+"""The Celery task and stuck-run recovery, called in process (a real worker: test_worker.py)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,8 @@ def test_a_run_that_used_up_its_attempts_is_failed_not_run(scripted_llm: Any, se
     RobotResult.objects.filter(pk=row.pk).update(status=Status.RETRYING, attempts=3)
     outcome = tasks.run_robot(row.pk)
     row.refresh_from_db()
-    assert outcome["skipped"] is True and row.status == Status.FAILED and row.error_type == "AttemptsExhausted"
+    assert outcome["skipped"] is True
+    assert (row.status, row.error_type) == (Status.FAILED, "AttemptsExhausted")
     assert row.error == ("Gave up after 3 attempts (ROBOTLAB['TASK_MAX_ATTEMPTS'] is 3); its worker was lost "
                          "each time.")
     assert llm.requests == []
@@ -123,7 +124,8 @@ def _stuck(status: str, attempts: int, minutes: int = 60) -> RobotResult:
 
 def test_requeue_stuck_requeues_lost_runs_and_fails_exhausted_ones(scripted_llm: Any, settings: Any) -> None:
     scripted_llm(text("recovered"), text("picked up"))
-    lost, exhausted, fresh = _stuck(Status.RUNNING, 1), _stuck(Status.RUNNING, 3), _stuck(Status.RUNNING, 1, 1)
+    lost, exhausted = _stuck(Status.RUNNING, 1), _stuck(Status.RUNNING, 3)
+    fresh = _stuck(Status.RUNNING, 1, minutes=1)
     never_sent = _stuck(Status.QUEUED, 0)
     settings.ROBOTLAB = {**settings.ROBOTLAB, "RUN_LEASE": 600}
     requeued, failed = tasks.requeue_stuck()

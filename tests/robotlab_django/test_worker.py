@@ -53,7 +53,8 @@ row.refresh_from_db()
 print(json.dumps({{"first": first, "duplicate": duplicate, "status": row.status, "reply": row.reply,
                   "attempts": row.attempts, "task_id": row.task_id == task_id,
                   "kinds": [event["kind"] for event in events],
-                  "text": "".join(event.get("text", "") for event in events if event["kind"] == "text.delta")}}))
+                  "text": "".join(event.get("text", "") for event in events
+                                  if event["kind"] == "text.delta")}}))
 """
 
 
@@ -71,7 +72,8 @@ def worker_env(tmp_path: Path) -> dict[str, str]:
     reason = _redis_down()
     if reason:
         pytest.skip(reason)
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.robotlab_django.settings", "ROBOTLAB_TEST_DB": "sqlite",
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.robotlab_django.settings",
+           "ROBOTLAB_TEST_DB": "sqlite",
            "ROBOTLAB_TEST_SQLITE_PATH": str(tmp_path / "db.sqlite3"),
            "ROBOTLAB_TEST_REDIS_URL": "redis://127.0.0.1:6379/15", "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, "-m", "django", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True,
@@ -103,8 +105,8 @@ def celery_worker(worker_env: dict[str, str], tmp_path: Path) -> Iterator[str]:
 @pytest.mark.slow
 def test_a_run_goes_through_a_real_worker_once_and_streams_through_redis(
         celery_worker: str, worker_env: dict[str, str], tmp_path: Path) -> None:
-    client = subprocess.run([sys.executable, "-c", CLIENT.format(queue=celery_worker)], cwd=ROOT, env=worker_env,
-                            capture_output=True, text=True, timeout=180)
+    client = subprocess.run([sys.executable, "-c", CLIENT.format(queue=celery_worker)], cwd=ROOT,
+                            env=worker_env, capture_output=True, text=True, timeout=180)
     worker_log = (tmp_path / "worker.log").read_text()
     assert client.returncode == 0, f"{client.stdout}\n{client.stderr}\n--- worker ---\n{worker_log}"
     outcome = json.loads(client.stdout.strip().splitlines()[-1])

@@ -1,0 +1,179 @@
+"""The thread websocket: live run events, replay after a reconnect, and messages that start runs.
+
+``ws/robotlab/threads/<pk>/`` (:mod:`robotlab_django.routing`), behind
+``AllowedHostsOriginValidator(AuthMiddlewareStack(...))`` (:mod:`robotlab_django.asgi`). Only the
+thread's owner or staff may connect; anyone else is refused with close code ``4403`` (also an
+anonymous visitor, unless ``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED`` is false and the thread is one
+its session created, as on the chat pages).
+
+Server to client::
+
+    {"type": "events", "events": [{"kind", "run_id", "seq", "ts", "cursor", ...}, ...]}
+    {"type": "replayed", "cursor": <the last cursor sent>}   # after a resume
+    {"type": "queued", "result_id": 12, "run_id": "...", "sequence_number": 3}
+    {"type": "error", "error": "..."}                       # the socket stays open
+
+Client to server::
+
+    {"type": "resume", "after": <cursor>}   # or ?after=<cursor> on the URL: replay, then live
+    {"type": "message", "text": "..."}      # the owner only: queue a run of the thread's robot
+
+The ``cursor`` is the ``RunEvent`` primary key (see :mod:`robotlab_django.streaming`). The consumer
+joins the group before it replays, and drops live events it already sent, so nothing falls in
+between; a client should still drop events whose per-run ``seq`` it has seen.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from .conf import app_settings
+from .streaming import thread_group
+
+__all__ = ["CLOSE_FORBIDDEN", "MAX_FRAME_BYTES", "REPLAY_BATCH", "ThreadConsumer", "visible_thread"]
+
+#: The close code for a user who may not see the thread.
+CLOSE_FORBIDDEN = 4403
+#: Larger client frames are answered with an error and ignored.
+MAX_FRAME_BYTES = 64 * 1024
+#: Stored events sent per replay frame.
+REPLAY_BATCH = 500
+
+
+def visible_thread(thread_id: int, user: Any, session: Any = None) -> tuple[Any, bool]:
+    """The thread ``thread_id`` if ``user`` may see it, and whether they own it; ``(None, False)`` if not.
+
+    The owner and staff see a thread; an anonymous visitor sees an ownerless thread its session
+    created when the chat needs no login (``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED = False``).
+    """
+    from django.conf import settings
+
+    thread = app_settings.thread_model().objects.filter(pk=thread_id).first()
+    if thread is None:
+        return None, False
+    if getattr(user, "is_authenticated", False):
+        if thread.user_id == user.pk:
+            return thread, True
+        return (thread, False) if user.is_staff else (None, False)
+    if getattr(settings, "ROBOTLAB_CHAT_LOGIN_REQUIRED", True) or thread.user_id is not None:
+        return None, False
+    from .views import SESSION_KEY
+
+    mine = session is not None and thread.pk in (session.get(SESSION_KEY) or [])
+    return (thread, True) if mine else (None, False)
+
+
+def _stored_after(thread_id: int, after: int, limit: int) -> list[dict[str, Any]]:
+    rows = app_settings.event_model().objects.filter(thread_id=thread_id, pk__gt=after).order_by("pk")[:limit]
+    return [{**row.to_dict(), "cursor": row.pk} for row in rows]
+
+
+def _queue_run(thread_id: int, user: Any, session: Any, text: str) -> dict[str, Any]:
+    from . import executor, services
+    from .registry import UnknownRobotError
+    from .views import default_robot
+
+    thread, owner = visible_thread(thread_id, user, session)  # checked again: the session may have changed
+    if thread is None or not owner:
+        return {"type": "error", "error": "Only the thread's owner may send messages."}
+    try:
+        row = services.start_run(thread, thread.robot_name or default_robot(), text, user=user)
+    except (ValueError, UnknownRobotError) as exc:
+        return {"type": "error", "error": str(exc)}
+    executor.dispatch(row)
+    return {"type": "queued", "result_id": row.pk, "run_id": row.run_id,
+            "sequence_number": row.sequence_number}
+
+
+class ThreadConsumer(AsyncJsonWebsocketConsumer):
+    """Streams a thread's run events to its owner (or staff), with replay; the owner can send messages."""
+
+    thread_id: int
+    group: str = ""
+    cursor: int = 0
+    is_owner: bool = False
+
+    async def connect(self) -> None:
+        """Authorize, join the thread's group, accept, and replay ``?after=`` when given."""
+        self.thread_id = int(self.scope["url_route"]["kwargs"]["thread_id"])
+        thread, self.is_owner = await database_sync_to_async(visible_thread)(
+            self.thread_id, self.scope.get("user"), self.scope.get("session"))
+        if thread is None:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.group = thread_group(self.thread_id)
+        if self.channel_layer is not None:
+            await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        after = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("after")
+        if after:
+            await self._resume(after[-1])
+
+    async def disconnect(self, code: int) -> None:
+        """Leave the thread's group."""
+        if self.group and self.channel_layer is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None,
+                      **kwargs: Any) -> None:
+        """Check the frame's size and JSON before :meth:`receive_json`; a bad frame gets an error."""
+        raw = text_data if text_data is not None else bytes_data
+        size = len(raw.encode() if isinstance(raw, str) else raw or b"")
+        if size > MAX_FRAME_BYTES:
+            await self._error(f"The frame has {size} bytes; the limit is {MAX_FRAME_BYTES}.")
+            return
+        try:
+            content = json.loads(raw or b"")
+        except (ValueError, UnicodeDecodeError):
+            await self._error("The frame is not JSON.")
+            return
+        if not isinstance(content, dict) or not isinstance(content.get("type"), str):
+            await self._error('A frame is a JSON object with a "type".')
+            return
+        await self.receive_json(content)
+
+    async def receive_json(self, content: dict[str, Any], **kwargs: Any) -> None:
+        """Handle ``resume`` and ``message`` frames."""
+        kind = content["type"]
+        if kind == "resume":
+            await self._resume(content.get("after", 0))
+        elif kind == "message":
+            text = content.get("text")
+            if not isinstance(text, str) or not text.strip():
+                await self._error('A message needs a non-empty "text".')
+                return
+            await self.send_json(await database_sync_to_async(_queue_run)(
+                self.thread_id, self.scope.get("user"), self.scope.get("session"), text.strip()))
+        else:
+            await self._error(f"Unknown frame type {kind!r}; send 'resume' or 'message'.")
+
+    async def robotlab_events(self, message: dict[str, Any]) -> None:
+        """A batch from the channel layer: send the events not sent yet."""
+        fresh = [event for event in message.get("events", [])
+                 if not isinstance(event.get("cursor"), int) or event["cursor"] > self.cursor]
+        if fresh:
+            cursors = [event["cursor"] for event in fresh if isinstance(event.get("cursor"), int)]
+            self.cursor = max([self.cursor, *cursors])
+            await self.send_json({"type": "events", "events": fresh})
+
+    async def _resume(self, after: Any) -> None:
+        try:
+            position = int(after)
+        except (TypeError, ValueError):
+            await self._error('"after" must be an integer cursor.')
+            return
+        while batch := await database_sync_to_async(_stored_after)(self.thread_id, position, REPLAY_BATCH):
+            await self.send_json({"type": "events", "events": batch})
+            position = batch[-1]["cursor"]
+            if len(batch) < REPLAY_BATCH:
+                break
+        self.cursor = max(self.cursor, position)
+        await self.send_json({"type": "replayed", "cursor": self.cursor})
+
+    async def _error(self, error: str) -> None:
+        await self.send_json({"type": "error", "error": error})

@@ -1,0 +1,184 @@
+"""The thread websocket through the real ASGI stack (origin check, sessions, auth) and the in-memory layer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.db import connections
+from django.test import Client
+
+from robotlab.testing import FakeLLM, text
+from robotlab_django import services
+from robotlab_django.asgi import get_robotlab_asgi_application
+from robotlab_django.consumers import CLOSE_FORBIDDEN, MAX_FRAME_BYTES
+from robotlab_django.models import RobotResult, RunEvent
+
+pytestmark = pytest.mark.django_db(transaction=True)
+APP = get_robotlab_asgi_application()
+
+
+@pytest.fixture
+async def close_connections() -> AsyncIterator[None]:
+    """Close the connections the ORM opened in asgiref's thread, as the end of a request would."""
+    yield
+    await sync_to_async(connections.close_all)()
+
+
+def _login(name: str, *, staff: bool = False) -> tuple[Any, str]:
+    user = get_user_model().objects.create_user(name, password="pw", is_staff=staff)
+    client = Client()
+    client.force_login(user)
+    return user, client.cookies["sessionid"].value
+
+
+async def _socket(thread_pk: int, session: str | None, *, origin: bytes = b"http://testserver",
+                  query: str = "") -> WebsocketCommunicator:
+    headers = [(b"origin", origin), (b"host", b"testserver")]
+    if session:
+        headers.append((b"cookie", f"sessionid={session}".encode()))
+    path = f"/ws/robotlab/threads/{thread_pk}/" + (f"?{query}" if query else "")
+    return WebsocketCommunicator(APP, path, headers=headers)
+
+
+async def _frames_until_ended(socket: WebsocketCommunicator) -> list[dict[str, Any]]:
+    frames: list[dict[str, Any]] = []
+    while not any(event["kind"] == "stream.ended" for frame in frames for event in frame.get("events", [])):
+        frames.append(await socket.receive_json_from(timeout=5))
+    return frames
+
+
+def _events(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [event for frame in frames if frame["type"] == "events" for event in frame["events"]]
+
+
+async def _owned_thread() -> tuple[Any, str, Any]:
+    user, session = await sync_to_async(_login)("ada")
+    thread = await sync_to_async(services.get_thread)(None, user=user)
+    return user, session, thread
+
+
+async def test_the_owner_gets_live_events(close_connections: None) -> None:
+    _user, session, thread = await _owned_thread()
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    row = await services.arun_robot(thread, "echo", "hi", llm=FakeLLM([text("live words for you")]))
+    events = _events(await _frames_until_ended(socket))
+    assert events[0]["kind"] == "run.started" and events[0]["run_id"] == row.run_id
+    assert "".join(e["text"] for e in events if e["kind"] == "text.delta") == "live words for you"
+    assert [e["cursor"] for e in events] == sorted(e["cursor"] for e in events)
+    await socket.disconnect()
+
+
+async def test_another_user_anonymous_or_missing_thread_is_refused_with_4403(close_connections: None) -> None:
+    _user, _session, thread = await _owned_thread()
+    _other, other_session = await sync_to_async(_login)("bob")
+    for pk, session in ((thread.pk, other_session), (thread.pk, None), (thread.pk + 999, other_session)):
+        socket = await _socket(pk, session)
+        assert await socket.connect() == (False, CLOSE_FORBIDDEN)
+
+
+async def test_staff_may_watch_but_not_post(close_connections: None) -> None:
+    _user, _session, thread = await _owned_thread()
+    _staff, staff_session = await sync_to_async(_login)("root", staff=True)
+    socket = await _socket(thread.pk, staff_session)
+    assert (await socket.connect())[0] is True
+    await socket.send_json_to({"type": "message", "text": "hello"})
+    assert await socket.receive_json_from(timeout=5) == {
+        "type": "error", "error": "Only the thread's owner may send messages."}
+    await socket.disconnect()
+
+
+async def test_a_foreign_origin_is_refused(close_connections: None) -> None:
+    _user, session, thread = await _owned_thread()
+    socket = await _socket(thread.pk, session, origin=b"http://evil.example")
+    assert (await socket.connect())[0] is False
+
+
+async def test_a_reconnecting_client_gets_what_it_missed(close_connections: None) -> None:
+    _user, session, thread = await _owned_thread()
+    await services.arun_robot(thread, "echo", "one", llm=FakeLLM([text("first reply")]))
+    stored = [pk async for pk in RunEvent.objects.filter(thread_id=thread.pk).order_by("pk")
+              .values_list("pk", flat=True)]
+    socket = await _socket(thread.pk, session, query="after=0")
+    assert (await socket.connect())[0] is True
+    replay = await socket.receive_json_from(timeout=5)
+    assert [event["cursor"] for event in replay["events"]] == stored
+    assert await socket.receive_json_from(timeout=5) == {"type": "replayed", "cursor": stored[-1]}
+    await socket.disconnect()
+
+    await services.arun_robot(thread, "echo", "two", llm=FakeLLM([text("second reply")]))  # while away
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    await socket.send_json_to({"type": "resume", "after": stored[-1]})
+    missed = (await socket.receive_json_from(timeout=5))["events"]
+    assert missed and all(event["cursor"] > stored[-1] for event in missed)
+    assert "".join(e["text"] for e in missed if e["kind"] == "text.delta") == "second reply"
+    assert (await socket.receive_json_from(timeout=5))["type"] == "replayed"
+    await socket.disconnect()
+
+
+async def test_bad_frames_get_an_error_and_the_socket_stays_open(close_connections: None) -> None:
+    _user, session, thread = await _owned_thread()
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    oversized = json.dumps({"type": "message", "text": "x" * MAX_FRAME_BYTES})
+    for frame, error in (
+        ("not json", "The frame is not JSON."),
+        ("[1, 2]", 'A frame is a JSON object with a "type".'),
+        (oversized, f"The frame has {len(oversized)} bytes; the limit is {MAX_FRAME_BYTES}."),
+        ('{"type": "dance"}', "Unknown frame type 'dance'; send 'resume' or 'message'."),
+        ('{"type": "resume", "after": "x"}', '"after" must be an integer cursor.'),
+        ('{"type": "message", "text": "  "}', 'A message needs a non-empty "text".'),
+    ):
+        await socket.send_to(text_data=frame)
+        assert await socket.receive_json_from(timeout=5) == {"type": "error", "error": error}
+    await socket.send_to(bytes_data=b"\xff\xfe")
+    assert (await socket.receive_json_from(timeout=5))["type"] == "error"
+    await socket.send_json_to({"type": "resume", "after": 0})  # still open and answering
+    assert await socket.receive_json_from(timeout=5) == {"type": "replayed", "cursor": 0}
+    await socket.disconnect()
+
+
+async def test_a_message_from_the_owner_queues_a_run_that_streams(close_connections: None) -> None:
+    _user, session, thread = await _owned_thread()
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    await socket.send_json_to({"type": "message", "text": "Hello robot"})
+    frames = await _frames_until_ended(socket)
+    queued = next(frame for frame in frames if frame["type"] == "queued")
+    row = await RobotResult.objects.aget(pk=queued["result_id"], thread_id=thread.pk)
+    assert (row.input, row.status, queued["run_id"]) == ("Hello robot", "completed", row.run_id)
+    events = _events(frames)
+    assert {event["run_id"] for event in events} == {row.run_id}
+    assert "".join(e["text"] for e in events if e["kind"] == "text.delta") == row.reply
+    await socket.disconnect()
+
+
+def _anonymous_session(thread_pk: int) -> str:
+    from robotlab_django.views import SESSION_KEY
+
+    client = Client()
+    session = client.session
+    session[SESSION_KEY] = [thread_pk]
+    session.save()
+    return str(session.session_key)
+
+
+async def test_an_anonymous_visitor_sees_its_own_threads_only_when_login_is_not_required(
+        settings: Any, close_connections: None) -> None:
+    thread = await sync_to_async(services.get_thread)(None)
+    session = await sync_to_async(_anonymous_session)(thread.pk)
+    socket = await _socket(thread.pk, session)
+    assert await socket.connect() == (False, CLOSE_FORBIDDEN)  # login required by default
+    settings.ROBOTLAB_CHAT_LOGIN_REQUIRED = False
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    await socket.disconnect()
+    stranger = await _socket(thread.pk, await sync_to_async(_anonymous_session)(thread.pk + 1))
+    assert await stranger.connect() == (False, CLOSE_FORBIDDEN)
