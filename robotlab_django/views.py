@@ -29,6 +29,7 @@ from .conf import app_settings
 from .registry import UnknownRobotError, registry
 
 __all__ = [
+    "POLL_EVENTS",
     "SESSION_KEY",
     "chat",
     "default_robot",
@@ -46,12 +47,12 @@ SESSION_KEY = "robotlab_threads"
 
 
 def login_required() -> bool:
-    """Whether the chat pages need a logged-in user (``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED``, default ``True``)."""
+    """Whether the chat pages need a login (``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED``, default True)."""
     return bool(getattr(settings, "ROBOTLAB_CHAT_LOGIN_REQUIRED", True))
 
 
 def default_robot() -> str | None:
-    """The robot of a new thread: ``settings.ROBOTLAB_CHAT_ROBOT``, else ``chat`` if registered, else the first."""
+    """A new thread's robot: ``settings.ROBOTLAB_CHAT_ROBOT``, else ``chat`` if registered, else the first."""
     configured = getattr(settings, "ROBOTLAB_CHAT_ROBOT", None)
     if configured:
         return str(configured)
@@ -127,7 +128,8 @@ def history_items(results: Any) -> list[dict[str, Any]]:
         base = {"run_id": row.run_id, "sequence_number": row.sequence_number}
         if row.status != Status.COMPLETED or not row.messages:
             if row.input:
-                items.append({**base, "role": "user", "text": row.input, "tools": [], "status": "", "error": ""})
+                items.append({**base, "role": "user", "text": row.input, "tools": [], "status": "",
+                              "error": ""})
             items.append({**base, "role": "assistant", "text": row.reply, "tools": [], "status": row.status,
                           "error": row.error})
             continue
@@ -171,8 +173,8 @@ def thread_list(request: HttpRequest) -> HttpResponseBase:
     if request.method == "POST":
         robot = request.POST.get("robot") or default_robot()
         if robot not in robots:
-            return render(request, "robotlab/thread_list.html", _list_context(request, robots, "Unknown robot."),
-                          status=400)
+            context = _list_context(request, robots, "Unknown robot.")
+            return render(request, "robotlab/thread_list.html", context, status=400)
         owner = request.user if _is_authenticated(request) else None
         thread = app_settings.thread_model().objects.create(user=owner, robot_name=robot)
         if owner is None:
@@ -193,12 +195,14 @@ def chat(request: HttpRequest, pk: int) -> HttpResponseBase:
     if denied is not None:
         return denied
     thread = _thread(request, pk)
-    results = list(app_settings.result_model().objects.filter(thread_id=thread.pk).order_by("sequence_number"))
+    rows = app_settings.result_model().objects.filter(thread_id=thread.pk)
+    results = list(rows.order_by("sequence_number"))
     pending = [{"run_id": row.run_id, "sequence_number": row.sequence_number} for row in results
                if not row.is_finished]
     events = app_settings.event_model().objects.filter(thread_id=thread.pk)
     if pending:  # replay the unfinished runs from their first stored event
-        first = events.filter(run_id__in=[item["run_id"] for item in pending]).aggregate(first=Min("pk"))["first"]
+        run_ids = [item["run_id"] for item in pending]
+        first = events.filter(run_id__in=run_ids).aggregate(first=Min("pk"))["first"]
         events = events.filter(pk__lt=first) if first is not None else events
     cursor = events.aggregate(last=Max("pk"))["last"] or 0
     return render(request, "robotlab/chat.html", {
@@ -240,17 +244,33 @@ def post_message(request: HttpRequest, pk: int) -> HttpResponseBase:
     return redirect("robotlab:chat", pk=thread.pk)
 
 
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
+
+
+#: The most stored events one poll returns.
+POLL_EVENTS = 1000
+
+
 @require_GET
 def results_json(request: HttpRequest, pk: int) -> HttpResponseBase:
-    """The thread's runs with ``sequence_number >= since`` (``?since=``, default 1), as JSON, for polling."""
+    """For polling: the thread's runs with ``sequence_number >= since`` (``?since=``, default 1), and with
+    ``?after=<cursor>`` the stored stream events after that cursor (each event's ``to_dict()`` plus
+    ``cursor``, its ``RunEvent`` primary key, as the websocket sends them)."""
     denied = _denied(request)
     if denied is not None:
         return denied
     thread = _thread(request, pk)
-    try:
-        since = int(request.GET.get("since", "1"))
-    except ValueError:
-        since = 1
+    since = _int(request.GET.get("since"), 1)
     rows = (app_settings.result_model().objects.filter(thread_id=thread.pk, sequence_number__gte=since)
             .order_by("sequence_number")[:100])
-    return JsonResponse({"thread": thread.pk, "results": [result_summary(row) for row in rows]})
+    data: dict[str, Any] = {"thread": thread.pk, "results": [result_summary(row) for row in rows]}
+    if "after" in request.GET:
+        events = (app_settings.event_model().objects.filter(thread_id=thread.pk,
+                                                            pk__gt=_int(request.GET["after"], 0))
+                  .order_by("pk")[:POLL_EVENTS])
+        data["events"] = [{**event.to_dict(), "cursor": event.pk} for event in events]
+    return JsonResponse(data)

@@ -253,3 +253,23 @@ def test_the_page_resumes_after_the_finished_runs_events(alice: Any) -> None:
     page = client.get(url).text
     assert f'data-cursor="{old[-1].pk}"' in page
     assert running.run_id in page  # listed as pending for the script
+
+
+def test_the_results_endpoint_streams_stored_events_after_a_cursor(
+        alice: Any, bob: Any, scripted_llm: Callable[..., FakeLLM]) -> None:
+    scripted_llm(tool_call("add", a=1, b=2), text("1 + 2 is 3."))
+    thread = new_thread(alice, "calculator")
+    client = logged_in(alice)
+    client.post(reverse("robotlab:post_message", kwargs={"pk": thread.pk}), {"message": "1 + 2?"})
+    url = reverse("robotlab:results_json", kwargs={"pk": thread.pk})
+    assert "events" not in client.get(url).json()
+    events = client.get(url, {"after": 0}).json()["events"]
+    kinds = [event["kind"] for event in events]
+    assert kinds[0] == "run.started" and "tool_call.started" in kinds and "run.completed" in kinds
+    assert "".join(e["text"] for e in events if e["kind"] == "text.delta") == "1 + 2 is 3."
+    cursors = [event["cursor"] for event in events]
+    assert cursors == sorted(cursors)
+    later = client.get(url, {"after": cursors[2]}).json()["events"]
+    assert [event["cursor"] for event in later] == cursors[3:]
+    other = new_thread(bob)
+    assert client.get(reverse("robotlab:results_json", kwargs={"pk": other.pk}), {"after": 0}).status_code == 404

@@ -1,11 +1,12 @@
 /* RobotLab chat page: live replies over the websocket, with polling as the fallback.
  *
- * The server sends each run event as JSON ({kind, run_id, seq, ts, cursor, ...}), alone, in a list or
- * as {events: [...]}; this script renders
- * text.delta into the current reply, tool badges for tool_call.started/completed, the status and
- * run.failed errors. It reconnects with backoff and asks for what it missed
- * ({"type": "resume", "after": <the last cursor seen>}; seq per run drops duplicates). While a run is unfinished it also polls the thread's
- * results (JSON), so the page works without a websocket. Model output is only ever written with
+ * The server sends each run event as JSON ({kind, run_id, seq, ts, cursor, ...}), alone, in a list
+ * or as {events: [...]}. This script renders text.delta into the current reply, tool badges for
+ * tool_call.started/completed, the status and run.failed errors. It reconnects with backoff and
+ * asks for what it missed ({"type": "resume", "after": <the last cursor seen>}); the per-run seq
+ * drops duplicates. While a run is unfinished it also polls the thread's results (JSON): every 3 s
+ * as a safety net with a websocket, every 0.4 s with the stored events too without one, so the
+ * page streams even where no websocket is served. Model output is only ever written with
  * textContent / text nodes, never innerHTML.
  */
 (function () {
@@ -205,7 +206,7 @@
 
   function schedulePoll() {
     if (pollTimer !== null || unfinished().length === 0) { return; }
-    pollTimer = window.setTimeout(poll, socketOpen ? 3000 : 1000);
+    pollTimer = window.setTimeout(poll, socketOpen ? 3000 : 400);
   }
 
   function poll() {
@@ -213,10 +214,13 @@
     var sequences = unfinished();
     if (sequences.length === 0) { return; }
     var since = Math.min.apply(null, sequences);
-    fetch(resultsUrl + "?since=" + encodeURIComponent(since), {headers: {Accept: "application/json"},
-                                                              credentials: "same-origin"})
+    var url = resultsUrl + "?since=" + encodeURIComponent(since) + (socketOpen ? "" : "&after=" + cursor);
+    fetch(url, {headers: {Accept: "application/json"}, credentials: "same-origin"})
       .then(function (response) { return response.ok ? response.json() : {results: []}; })
-      .then(function (data) { (data.results || []).forEach(applyResult); })
+      .then(function (data) {
+        (data.events || []).forEach(handle);  // without a websocket, the stored events stream the reply
+        (data.results || []).forEach(applyResult);
+      })
       .catch(function () { /* try again below */ })
       .then(schedulePoll);
   }

@@ -1,0 +1,90 @@
+"""The example robots: ``chat`` (with the time and calculator tools) and the ``support`` network.
+
+``chat`` is registered with RobotLab, so the chat page can run it. ``support_network()`` builds a
+network that sends a customer message to a classifier, then to the billing, technical or general
+specialist it names (``robotlab.network.create_network``); ``manage.py support "I was charged twice"``
+runs it. With no LLM configured every robot uses :func:`demo_llm`, the offline demo model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from example_tools import calculate, current_time
+
+import robotlab
+from robotlab.demo import DemoLLM
+from robotlab.network import Network, create_network
+from robotlab_django.registry import register_robot
+
+__all__ = ["CATEGORIES", "KEYWORDS", "ChatRobot", "demo_llm", "route_support", "support_network"]
+
+#: The specialists of the support network, by the category the classifier answers.
+CATEGORIES = {
+    "billing": "You are the billing specialist: charges, refunds, invoices and plans. Be concise.",
+    "technical": "You are the technical specialist: errors, crashes, setup and how-tos. Give numbered steps.",
+    "general": "You are the general support agent. Answer kindly and briefly.",
+}
+
+
+def demo_llm() -> DemoLLM:
+    """The offline demo model, streaming a word every 20 ms (``ROBOTLAB["LLM"]`` without a real model)."""
+    return DemoLLM(delay=0.02)
+
+
+demo_llm.is_demo_model = True  # type: ignore[attr-defined]  # the chat page announces it
+
+
+@register_robot
+class ChatRobot:
+    """A friendly assistant with the time and a calculator."""
+
+    name = "chat"
+    description = "A friendly assistant that can tell the time and calculate"
+
+    @classmethod
+    def build(cls, **options: Any) -> robotlab.Robot:
+        """A fresh chat robot."""
+        return robotlab.build(name=cls.name, description=cls.description,
+                              system_prompt="You are a friendly assistant. Be concise. Use your tools.",
+                              local_tools=[current_time, calculate], **options)
+
+
+#: Words of a customer message that pick a specialist when the classifier's reply names no category
+#: (the offline demo model answers in sentences, not with a category).
+KEYWORDS = {
+    "billing": ("charge", "refund", "invoice", "bill", "payment", "price", "plan", "subscription"),
+    "technical": ("error", "crash", "bug", "install", "setup", "broken", "login", "password", "slow"),
+}
+
+
+def route_support(result: Any) -> str | None:
+    """The specialist: the category the classifier names, else one picked by keywords, else general."""
+    if "classifier" not in result.context:
+        return None
+    reply = str(result.context["classifier"].reply or "").lower()
+    named = [name for name in CATEGORIES if name in reply]
+    if len(named) == 1:
+        return named[0]
+    message = str(result.context.get("run_params", {}).get("message") or "").lower()
+    picked = (name for name, words in KEYWORDS.items() if any(word in message for word in words))
+    return next(picked, "general")
+
+
+def support_network(*, llm: Any = None) -> Network:
+    """The support network: ``classifier`` -> one of ``billing``, ``technical``, ``general``.
+
+    Args:
+        llm: The LLM of every robot; the demo model when ``None`` and no real model is configured.
+    """
+    if llm is None and robotlab.get_config().default_model() is None:
+        llm = demo_llm()
+    options: dict[str, Any] = {} if llm is None else {"llm": llm}
+    network = create_network(name="support", router=route_support)
+    network.task("classifier", robotlab.build(
+        name="classifier", system_prompt="Classify the customer's message. Answer with one word: billing, "
+        "technical or general.", **options))
+    for category, prompt in CATEGORIES.items():
+        network.task(category, robotlab.build(name=f"{category}_agent", system_prompt=prompt, **options),
+                     depends_on="optional")
+    return network

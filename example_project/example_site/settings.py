@@ -1,0 +1,133 @@
+"""Settings of the example project, from the environment, with the embedded default when a variable is absent.
+
+========================  ====================================================================
+variable                  effect (absent: the embedded default)
+========================  ====================================================================
+``DATABASE_URL``          any dj-database-url URL (``postgres://...``); else SQLite in this folder
+``REDIS_URL``             channels-redis channel layer, Celery broker, ``EXECUTOR="celery"``;
+                          else the in-memory channel layer and the in-process executor
+``ROBOTLAB_EXECUTOR``     force an executor: ``thread``, ``sync`` or ``celery``
+``ROBOT_LAB_MODEL`` or a  a real model through litellm (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...);
+provider key              else the offline demo model, which the page announces
+``DJANGO_SECRET_KEY``     required when ``DJANGO_DEBUG=0``
+``DJANGO_DEBUG``          ``1`` (default) or ``0``
+``DJANGO_ALLOWED_HOSTS``  comma-separated (default ``127.0.0.1,localhost``)
+``ROBOTLAB_LOGIN_REQUIRED``  ``0`` lets anonymous visitors chat in their session (default ``1``)
+========================  ====================================================================
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+import robotlab
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    return default if value is None or value == "" else value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+DEBUG = _flag("DJANGO_DEBUG", True)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or ""
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("Set DJANGO_SECRET_KEY when DJANGO_DEBUG=0.")
+    SECRET_KEY = "django-insecure-robotlab-example-only-for-local-development"
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+                 if h.strip()]
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",")
+                        if o.strip()]
+
+INSTALLED_APPS = [
+    "daphne",  # first: runserver serves ASGI (HTTP and websockets)
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "robotlab_django",
+    "chat",
+]
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+ROOT_URLCONF = "example_site.urls"
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "DIRS": [],
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": [
+        "django.template.context_processors.request",
+        "django.contrib.auth.context_processors.auth",
+        "django.contrib.messages.context_processors.messages",
+    ]},
+}]
+ASGI_APPLICATION = "example_site.asgi.application"
+WSGI_APPLICATION = None
+
+DATABASES = {"default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+                                              conn_max_age=60)}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # the in-process executor writes from a background thread: wait for the lock instead of failing
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = os.environ.get("REDIS_URL") or None
+if REDIS_URL:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                                  "CONFIG": {"hosts": [REDIS_URL]}}}
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+#: Whether a real model is configured (ROBOT_LAB_MODEL or a provider key); else the offline demo model.
+LLM_CONFIGURED = robotlab.get_config().default_model() is not None
+ROBOTLAB = {
+    "EXECUTOR": os.environ.get("ROBOTLAB_EXECUTOR") or ("celery" if REDIS_URL else "thread"),
+    "MAX_TOOL_ROUNDS": 8,
+}
+if not LLM_CONFIGURED:
+    ROBOTLAB["LLM"] = "chat.robots.demo_llm"
+ROBOTLAB_CHAT_LOGIN_REQUIRED = _flag("ROBOTLAB_LOGIN_REQUIRED", True)
+ROBOTLAB_CHAT_ROBOT = "chat"
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "robotlab:thread_list"
+LOGOUT_REDIRECT_URL = "login"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"robotlab_django": {"handlers": ["console"],
+                                    "level": os.environ.get("ROBOTLAB_LOG_LEVEL", "INFO")}},
+}

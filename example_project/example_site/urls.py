@@ -1,0 +1,16 @@
+"""The example project's URLs: the chat pages at the root, login/logout, the admin."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+__all__ = ["urlpatterns"]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("robotlab_django.urls")),
+]

@@ -1,0 +1,221 @@
+"""The example project: it checks, reads its settings from the environment, runs its robots offline, and
+its chat page works in a real browser (Playwright + Debian chromium, skipped when either is missing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = ROOT / "example_project"
+MANAGE = PROJECT / "manage.py"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PAYLOAD = "<script>window.__pwned = 1</script><b>bold?</b>"
+#: Variables that would take the project off its embedded default.
+CLEARED = ("DATABASE_URL", "REDIS_URL", "ROBOTLAB_EXECUTOR", "DJANGO_SETTINGS_MODULE", "ROBOT_LAB_MODEL",
+           "ROBOT_LAB_LLM__API_BASE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+           "MISTRAL_API_KEY", "GROQ_API_KEY", "DEEPSEEK_API_KEY", "OPENROUTER_API_KEY", "XAI_API_KEY",
+           "OLLAMA_API_BASE", "DJANGO_DEBUG", "ROBOTLAB_LOGIN_REQUIRED")
+
+
+def project_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a fresh clone: no keys, no services, a database in ``tmp_path``."""
+    env = {key: value for key, value in os.environ.items() if key not in CLEARED and not key.endswith("_API_KEY")}
+    env["DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    env.update(extra)
+    return env
+
+
+def manage(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    """Run ``example_project/manage.py ARGS`` from the repository root; fail with its output on an error."""
+    done = subprocess.run([sys.executable, str(MANAGE), *args], cwd=ROOT, env=project_env(tmp_path, **extra),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+SETTINGS_PROBE = """
+import json
+from django.conf import settings
+print(json.dumps({"db": settings.DATABASES["default"]["ENGINE"], "layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
+                  "hosts": settings.CHANNEL_LAYERS["default"].get("CONFIG", {}).get("hosts"),
+                  "broker": settings.CELERY_BROKER_URL, "robotlab": settings.ROBOTLAB}))
+"""
+
+
+def test_manage_py_check_passes(tmp_path: Path) -> None:
+    done = manage(tmp_path, "check", "--fail-level", "WARNING")
+    assert "System check identified no issues" in done.stdout
+
+
+def test_the_embedded_default(tmp_path: Path) -> None:
+    env = project_env(tmp_path)
+    del env["DATABASE_URL"]
+    done = subprocess.run([sys.executable, str(MANAGE), "shell", "-c", SETTINGS_PROBE], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["db"] == "django.db.backends.sqlite3"
+    assert found["layer"] == "channels.layers.InMemoryChannelLayer"
+    assert found["robotlab"]["EXECUTOR"] == "thread"
+    assert found["robotlab"]["LLM"] == "chat.robots.demo_llm"
+    assert found["broker"] == "memory://"
+
+
+def test_settings_come_from_the_environment(tmp_path: Path) -> None:
+    done = manage(tmp_path, "shell", "-c", SETTINGS_PROBE, DATABASE_URL="postgres://bot@db.example:5432/robots",
+                  REDIS_URL="redis://cache.example:6379/1", ROBOT_LAB_MODEL="openai/gpt-4o-mini")
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["db"] == "django.db.backends.postgresql"
+    assert found["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert found["hosts"] == ["redis://cache.example:6379/1"]
+    assert found["broker"] == "redis://cache.example:6379/1"
+    assert found["robotlab"]["EXECUTOR"] == "celery"
+    assert "LLM" not in found["robotlab"]  # a real model is configured: no demo model
+
+
+def test_the_chat_robot_runs_offline_with_its_tools(tmp_path: Path) -> None:
+    manage(tmp_path, "migrate", "--noinput")
+    code = ("from robotlab_django.services import run_robot\n"
+            "row = run_robot(None, 'chat', 'What is 12 * 7?')\n"
+            "print(row.status, '|', row.reply, '|', [m['role'] for m in row.messages])")
+    done = manage(tmp_path, "shell", "-c", code, ROBOTLAB_EXECUTOR="sync")
+    assert "completed | I asked my tools: calculate returned 84." in done.stdout
+    assert "['user', 'assistant', 'tool', 'assistant']" in done.stdout
+
+
+@pytest.mark.parametrize(("message", "route"), [("I was charged twice on my invoice", "billing"),
+                                                 ("The app crashes when I log in", "technical"),
+                                                 ("Hello there", "general")])
+def test_the_support_network_routes_to_a_specialist(tmp_path: Path, message: str, route: str) -> None:
+    done = manage(tmp_path, "support", message)
+    assert done.stdout.splitlines()[0] == f"route: classifier -> {route}"
+    assert "offline demo model" in done.stdout
+
+
+def test_the_demo_user_is_created_and_only_with_debug(tmp_path: Path) -> None:
+    manage(tmp_path, "migrate", "--noinput")
+    assert "Created the demo user" in manage(tmp_path, "demo_user").stdout
+    assert "Reset the demo user" in manage(tmp_path, "demo_user").stdout
+    refused = subprocess.run([sys.executable, str(MANAGE), "demo_user"], cwd=ROOT, capture_output=True, text=True,
+                             env=project_env(tmp_path, DJANGO_DEBUG="0", DJANGO_SECRET_KEY="x" * 50), timeout=120)
+    assert refused.returncode != 0
+    assert "local development only" in refused.stderr
+
+
+def test_scripts_run_is_valid_bash() -> None:
+    script = ROOT / "scripts" / "run"
+    assert os.access(script, os.X_OK)
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    text = script.read_text()
+    assert "migrate" in text and "demo_user" in text and "runserver" in text
+
+
+# -- the browser test ------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def live_site(tmp_path: Path) -> Iterator[str]:
+    """The example project served by daphne's runserver on a free port (in-process executor, demo model)."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs /usr/bin/chromium (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api")
+    manage(tmp_path, "migrate", "--noinput")
+    manage(tmp_path, "demo_user")
+    port = _free_port()
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen([sys.executable, str(MANAGE), "runserver", "--noreload", f"127.0.0.1:{port}"],
+                              cwd=ROOT, env=project_env(tmp_path), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("the server did not start:\n" + (tmp_path / "server.log").read_text())
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+RECORD_REPLIES = """() => {
+  window.__replies = [];
+  new MutationObserver(() => {
+    const texts = document.querySelectorAll(".rl-message.assistant .rl-text");
+    if (texts.length) { window.__replies.push(texts[texts.length - 1].textContent); }
+  }).observe(document.getElementById("rl-messages"), {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_the_chat_page_in_a_browser(live_site: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(live_site + "/")
+            page.fill("#id_username", "demo")
+            page.fill("#id_password", "demo")
+            page.click("#rl-login")
+            expect(page.locator("#robotlab-demo-notice")).to_be_visible()
+            page.click("#rl-new-thread")
+            page.wait_for_selector("#robotlab-chat")
+            # the demo model streams a word every 20 ms: tokens show before the run completes
+            page.evaluate(RECORD_REPLIES)
+            page.fill("#rl-input", "Tell me something nice")
+            page.click("#rl-send")
+            reply = page.locator(".rl-message.assistant .rl-text").last
+            expect(reply).to_contain_text("talk to a real model.")
+            expect(page.locator(".rl-message.assistant .rl-status").last).to_be_empty()
+            final = reply.text_content()
+            snapshots: list[Any] = page.evaluate("window.__replies")
+            partial = [text for text in snapshots if text and text != final and final.startswith(text)]
+            assert partial, f"the reply arrived in one piece ({page.text_content('#rl-connection')!r}): {snapshots}"
+            # a tool call shows a badge, and the tool's answer
+            page.fill("#rl-input", "What is 12 * 7?")
+            page.press("#rl-input", "Enter")
+            expect(page.locator(".rl-message.assistant .rl-tool-badge").last).to_have_text("calculate")
+            expect(page.locator(".rl-message.assistant .rl-text").last).to_contain_text("calculate returned 84")
+            # markup in a message and in the model's reply is text, never HTML
+            page.fill("#rl-input", PAYLOAD)
+            page.click("#rl-send")
+            expect(page.locator(".rl-message.assistant .rl-text").last).to_contain_text("<b>bold?</b>")
+            assert page.evaluate("window.__pwned") is None
+            assert page.locator(".rl-message b").count() == 0
+            # history on reload
+            page.reload()
+            texts = page.locator(".rl-message .rl-text").all_text_contents()
+            assert texts[0] == "Tell me something nice"
+            assert any("calculate returned 84" in text for text in texts)
+            assert texts[-2] == PAYLOAD
+            assert PAYLOAD in texts[-1]
+            assert page.evaluate("window.__pwned") is None
+            assert page.locator(".rl-message b").count() == 0
+            expect(page.locator(".rl-message.assistant .rl-tool-badge")).to_have_text(["calculate"])
+        finally:
+            browser.close()
