@@ -95,6 +95,7 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_DEFAULT_QUEUE = "default"  # the queue runs are sent to (ROBOTLAB["TASK_QUEUE"])
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
