@@ -185,6 +185,7 @@ def test_the_chat_page_in_a_browser(live_site: str) -> None:
             expect(page.locator("#robotlab-demo-notice")).to_be_visible()
             page.click("#rl-new-thread")
             page.wait_for_selector("#robotlab-chat")
+            expect(page.locator("#rl-connection")).to_have_text("live")  # the websocket is open
             # the demo model streams a word every 20 ms: tokens show before the run completes
             page.evaluate(RECORD_REPLIES)
             page.fill("#rl-input", "Tell me something nice")
@@ -217,5 +218,30 @@ def test_the_chat_page_in_a_browser(live_site: str) -> None:
             assert page.evaluate("window.__pwned") is None
             assert page.locator(".rl-message b").count() == 0
             expect(page.locator(".rl-message.assistant .rl-tool-badge")).to_have_text(["calculate"])
+        finally:
+            browser.close()
+
+
+def test_the_chat_page_without_a_websocket_polls(live_site: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            page.add_init_script("window.WebSocket = undefined;")
+            page.goto(live_site + "/")
+            page.fill("#id_username", "demo")
+            page.fill("#id_password", "demo")
+            page.click("#rl-login")
+            page.click("#rl-new-thread")
+            expect(page.locator("#rl-connection")).to_have_text("polling")
+            page.fill("#rl-input", "What is 6 * 7?")
+            page.click("#rl-send")
+            expect(page.locator(".rl-message.assistant .rl-text").last).to_have_text(
+                "I asked my tools: calculate returned 42.")
+            expect(page.locator(".rl-message.assistant .rl-tool-badge")).to_have_text(["calculate"])
+            expect(page.locator(".rl-message.assistant .rl-status").last).to_be_empty()
         finally:
             browser.close()

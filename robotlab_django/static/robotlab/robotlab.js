@@ -177,6 +177,10 @@
       try { data = JSON.parse(message.data); } catch (error) { return; }
       if (Array.isArray(data)) { data.forEach(handle); } else if (data && Array.isArray(data.events)) {
         data.events.forEach(handle);
+      } else if (data && data.type === "replayed") {
+        if (typeof data.cursor === "number" && data.cursor > cursor) { cursor = data.cursor; }
+      } else if (data && data.type === "error") {
+        setConnection("live (server: " + String(data.error || "error") + ")");
       } else { handle(data); }
     };
     socket.onclose = function () {
