@@ -290,6 +290,8 @@ def _finish_failed(row: Any, error: BaseException, robot: Any, history_length: i
         fields.update(messages=robot.messages[history_length:], input_tokens=robot.total_input_tokens,
                       output_tokens=robot.total_output_tokens)
     _save(row, fields)
+    if robot is None:  # it failed before streaming anything: tell the watchers
+        streaming.publish_failure(row, fields["error"], fields["error_type"])
     logger.warning("robotlab: robot %r failed on thread %s: %s: %s", row.robot_name, row.thread_id,
                    fields["error_type"], fields["error"])
 

@@ -28,9 +28,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from asgiref.sync import async_to_sync, sync_to_async
+from django.db.models import Max
 
 from robotlab._runtime import get_loop
-from robotlab.streaming import TEXT_DELTA, Event, is_delta
+from robotlab.streaming import RUN_FAILED, STREAM_ENDED, TEXT_DELTA, Event, is_delta
 
 from .conf import app_settings
 
@@ -38,10 +39,13 @@ __all__ = [
     "FLUSH_DELTAS",
     "FLUSH_INTERVAL",
     "MESSAGE_TYPE",
+    "PUBLISH_TIMEOUT",
     "Coalescer",
     "astream_run",
     "get_layer",
     "persist_events",
+    "publish_failure",
+    "stored_seq",
     "stream_run",
     "thread_group",
 ]
@@ -53,6 +57,8 @@ T = TypeVar("T")
 FLUSH_INTERVAL = 0.05
 #: Deltas that make a batch due before ``FLUSH_INTERVAL``.
 FLUSH_DELTAS = 20
+#: Seconds a sync caller waits for one ``group_send``.
+PUBLISH_TIMEOUT = 10.0
 #: The ``type`` of the channel-layer messages (handled by ``ThreadConsumer.robotlab_events``).
 MESSAGE_TYPE = "robotlab.events"
 
@@ -134,6 +140,34 @@ def persist_events(thread_id: Any, result_id: Any, events: Sequence[Event]) -> l
     return [{**event.to_dict(), "cursor": row.pk} for event, row in zip(events, rows, strict=True)]
 
 
+def stored_seq(result_id: Any) -> int:
+    """The highest ``seq`` stored for the run ``result_id`` (0 for none).
+
+    A run executed again (its worker was lost) numbers its new events after the old ones, so
+    ``(run_id, seq)`` stays unique and clients keep the events as new.
+    """
+    model = app_settings.event_model()
+    return int(model.objects.filter(result_id=result_id).aggregate(top=Max("seq"))["top"] or 0)
+
+
+def _shift(event: Event, offset: int) -> Event:
+    if not offset:
+        return event
+    return Event(kind=event.kind, run_id=event.run_id, seq=event.seq + offset, ts=event.ts, data=event.data)
+
+
+def publish_failure(row: Any, error: str, error_type: str) -> None:
+    """Store and send ``run.failed`` and ``stream.ended`` for a run that failed before its robot ran."""
+    offset = stored_seq(row.pk)
+    events = [Event(kind=RUN_FAILED, run_id=row.run_id, seq=offset + 1, ts=time.time(),
+                    data={"robot": row.robot_name, "error": error, "error_type": error_type}),
+              Event(kind=STREAM_ENDED, run_id=row.run_id, seq=offset + 2, ts=time.time())]
+    payload = _persist(row.thread_id, row.pk, events)
+    send = _sender(get_layer())
+    if send is not None:
+        _publish_sync(send, row.thread_id, payload)
+
+
 def _message(thread_id: Any, payload: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": MESSAGE_TYPE, "thread": thread_id, "events": payload}
 
@@ -171,11 +205,12 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
         What the coroutine returned; its exception is raised after the last batch went out.
     """
     layer = get_layer() if layer is None else layer
+    offset = stored_seq(result_id)
     events: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
     future = asyncio.run_coroutine_threadsafe(_run(start, _tee(events.put, on_event)), get_loop())
     future.add_done_callback(lambda _: events.put(None))
     buffer, done = Coalescer(), False
-    send = async_to_sync(layer.group_send) if layer is not None else None
+    send = _sender(layer)
     try:
         while not done:
             try:
@@ -185,7 +220,7 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
             else:
                 done = item is None
             if item is not None:
-                buffer.add(item)
+                buffer.add(_shift(item, offset))
             if len(buffer) and (done or buffer.is_due):
                 payload = _persist(thread_id, result_id, buffer.drain())
                 if send is not None:
@@ -194,6 +229,21 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
         future.cancel()
         raise
     return future.result()
+
+
+def _sender(layer: Any) -> Callable[[str, dict[str, Any]], Any] | None:
+    """``group_send`` for a sync caller: the in-memory layer on the caller's loop (its queues are
+    in-process); any other layer on RobotLab's loop, so one connection pool serves every flush (a new
+    loop per call would open a new Redis connection each time: ~10 ms instead of ~1 ms)."""
+    if layer is None:
+        return None
+    from channels.layers import InMemoryChannelLayer
+
+    if isinstance(layer, InMemoryChannelLayer):
+        return async_to_sync(layer.group_send)
+    loop = get_loop()
+    return lambda group, message: asyncio.run_coroutine_threadsafe(layer.group_send(group, message),
+                                                                   loop).result(PUBLISH_TIMEOUT)
 
 
 async def _run(start: Starter[T], on_event: Callable[[Event], None]) -> T:
@@ -211,6 +261,7 @@ async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
                       on_event: Callable[[Event], Any] | None = None, layer: Any = None) -> T:
     """The async :func:`stream_run`: the robot runs on the current loop; rows are written in a thread."""
     layer = get_layer() if layer is None else layer
+    offset = await sync_to_async(stored_seq)(result_id)
     events: asyncio.Queue[Event | None] = asyncio.Queue()
     task = asyncio.ensure_future(_run(start, _tee(events.put_nowait, on_event)))
     task.add_done_callback(lambda _: events.put_nowait(None))
@@ -224,7 +275,7 @@ async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
             else:
                 done = item is None
             if item is not None:
-                buffer.add(item)
+                buffer.add(_shift(item, offset))
             if len(buffer) and (done or buffer.is_due):
                 payload = await sync_to_async(_persist)(thread_id, result_id, buffer.drain())
                 if layer is not None:

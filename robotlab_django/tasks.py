@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from .abstract_models import Status
 from .conf import app_settings
+from .streaming import publish_failure
 
 __all__ = ["RETRY_DELAY", "enqueue", "execute", "fail_exhausted", "requeue_stuck", "run_robot"]
 
@@ -54,6 +55,7 @@ def fail_exhausted(row: Any) -> bool:
         for name, value in fields.items():
             setattr(row, name, value)
         logger.warning("robotlab: run %s failed after %s attempts", row.pk, row.attempts)
+        publish_failure(row, fields["error"], fields["error_type"])
     return True
 
 

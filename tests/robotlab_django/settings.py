@@ -21,8 +21,8 @@ def _databases() -> dict[str, dict[str, object]]:
     if choice != "sqlite":
         raise ValueError(f"ROBOTLAB_TEST_DB must be 'sqlite' or 'postgres', not {choice!r}")
     # ROBOTLAB_TEST_SQLITE_PATH: a file database shared with subprocesses (the Celery worker test)
-    return {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.environ.get("ROBOTLAB_TEST_SQLITE_PATH",
-                                                                                      ":memory:"),
+    name = os.environ.get("ROBOTLAB_TEST_SQLITE_PATH", ":memory:")
+    return {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": name,
                         "OPTIONS": {"transaction_mode": "IMMEDIATE"}}}
 
 
@@ -69,13 +69,16 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STATIC_URL = "/static/"
 ROBOTLAB = {
     "EXECUTOR": "sync",
-    "LLM": "robotlab.demo.DemoLLM",
+    "LLM": os.environ.get("ROBOTLAB_TEST_LLM", "robotlab.demo.DemoLLM"),  # benchmarks/streaming.py paces it
 }
 
 # Live runs: the in-memory layer by default; ROBOTLAB_TEST_REDIS_URL switches the layer to channels-redis.
 # Celery (the worker test and benchmarks/streaming.py) uses the Redis on 127.0.0.1:6379, database 15.
 REDIS_URL = os.environ.get("ROBOTLAB_TEST_REDIS_URL", "")
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+# socket_timeout None: redis-py 8 defaults to 5 s, which breaks channels-redis' blocking BZPOPMIN
+# (django/channels_redis#422: every idle consumer dies with "Timeout reading from ..." after 5 s).
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                              "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]}}
                   if REDIS_URL else {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 CELERY_BROKER_URL = REDIS_URL or "redis://127.0.0.1:6379/15"
 CELERY_RESULT_BACKEND = CELERY_BROKER_URL

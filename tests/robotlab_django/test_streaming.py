@@ -135,3 +135,31 @@ def test_a_broken_layer_does_not_fail_the_run(monkeypatch: Any) -> None:
     monkeypatch.setattr("robotlab_django.streaming.get_layer", _BrokenLayer)
     row = services.run_robot("s1", "echo", "hi", llm=FakeLLM([text("still fine")]))
     assert row.reply == "still fine" and RunEvent.objects.filter(result=row).exists()
+
+
+@pytest.mark.django_db
+def test_a_run_that_fails_before_its_robot_runs_still_tells_the_watchers(clean_registry: None) -> None:
+    from robotlab.errors import ConfigurationError
+    from robotlab_django.registry import registry
+
+    def broken(**options: Any) -> Any:
+        raise ConfigurationError("No model configured")
+
+    registry.register(broken, name="broken")
+    row = services.run_robot("s1", "broken", "hi", raise_errors=False)
+    events = list(RunEvent.objects.filter(result=row).order_by("pk"))
+    assert [(event.kind, event.seq) for event in events] == [("run.failed", 1), ("stream.ended", 2)]
+    assert events[0].data == {"robot": "broken", "error": "No model configured",
+                              "error_type": "ConfigurationError"}
+
+
+@pytest.mark.django_db
+def test_a_run_executed_again_numbers_its_events_after_the_old_ones() -> None:
+    from robotlab_django.models import RobotResult, Status
+
+    row = services.run_robot("s1", "echo", "hi", llm=FakeLLM([text("first try")]))
+    first = list(RunEvent.objects.filter(result=row).values_list("seq", flat=True))
+    RobotResult.objects.filter(pk=row.pk).update(status=Status.RETRYING)  # its worker was lost
+    services.execute_run(row.pk, llm=FakeLLM([text("second try")]))
+    seqs = list(RunEvent.objects.filter(result=row).order_by("pk").values_list("seq", flat=True))
+    assert seqs[:len(first)] == first and seqs == sorted(seqs) and len(set(seqs)) == len(seqs) > len(first)

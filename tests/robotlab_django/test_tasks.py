@@ -15,7 +15,7 @@ from django.utils import timezone
 from robotlab.errors import ConfigurationError
 from robotlab.testing import raise_, text
 from robotlab_django import executor, services, tasks
-from robotlab_django.models import RobotResult, Status
+from robotlab_django.models import RobotResult, RunEvent, Status
 
 pytestmark = pytest.mark.django_db
 
@@ -70,6 +70,8 @@ def test_a_run_that_used_up_its_attempts_is_failed_not_run(scripted_llm: Any, se
     assert row.error == ("Gave up after 3 attempts (ROBOTLAB['TASK_MAX_ATTEMPTS'] is 3); its worker was lost "
                          "each time.")
     assert llm.requests == []
+    assert list(RunEvent.objects.filter(result=row).values_list("kind", flat=True)) == ["run.failed",
+                                                                                        "stream.ended"]
 
 
 def test_a_configuration_error_fails_the_run_without_a_retry(scripted_llm: Any) -> None:
