@@ -79,7 +79,7 @@ def test_settings_come_from_the_environment(tmp_path: Path) -> None:
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["db"] == "django.db.backends.postgresql"
     assert found["layer"] == "channels_redis.core.RedisChannelLayer"
-    assert found["hosts"] == ["redis://cache.example:6379/1"]
+    assert found["hosts"] == [{"address": "redis://cache.example:6379/1", "socket_timeout": None}]
     assert found["broker"] == "redis://cache.example:6379/1"
     assert found["robotlab"]["EXECUTOR"] == "celery"
     assert "LLM" not in found["robotlab"]  # a real model is configured: no demo model
