@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import BudgetExceeded
+from .text_analysis import format_number
 
 __all__ = ["Ledger"]
 
@@ -33,23 +34,6 @@ class _ZeroDefault(dict[str, Any]):
 
     def __missing__(self, key: str) -> int:
         return 0
-
-
-def _ruby_number(value: Any) -> str:
-    """Render a number the way Ruby's ``to_s`` does: ``10588``, ``0.5``, ``1.0e-05``, ``Infinity``."""
-    if isinstance(value, bool) or not isinstance(value, float):
-        return str(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    text = repr(value)
-    if "e" in text:
-        mantissa, exponent = text.split("e")
-        if "." not in mantissa:
-            mantissa += ".0"
-        text = f"{mantissa}e{exponent}"
-    return text
 
 
 class Ledger:
@@ -94,7 +78,7 @@ class Ledger:
                 return
             total = self._consumed[key] + self._reserved[key] + amount
             if total > limit:
-                message = f"budget exceeded for {key}: {_ruby_number(total)} > {_ruby_number(limit)}"
+                message = f"budget exceeded for {key}: {format_number(total)} > {format_number(limit)}"
                 raise BudgetExceeded(message)
             self._reserved[key] += amount
 

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from robotlab.budget import Ledger, _ruby_number
+from robotlab.budget import Ledger
 from robotlab.errors import BudgetExceeded, RobotLabError
+from robotlab.text_analysis import format_number as _ruby_number
 
 
 def test_constructor_defaults() -> None:
