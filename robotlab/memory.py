@@ -41,6 +41,7 @@ from urllib.parse import urlsplit, urlunsplit
 from .document_store import DocumentStore
 from .errors import AwaitTimeout, ConfigurationError
 from .messages import Message, _compact, _dumps, _iso8601
+from .messages import coerce_message as _message
 from .result import RobotResult
 
 __all__ = [
@@ -525,14 +526,6 @@ def _as_list(values: Any, single: tuple[type, ...]) -> list[Any]:
     if isinstance(values, single):
         return [values]
     return list(values)
-
-
-def _message(item: Any) -> Message:
-    if isinstance(item, Message):
-        return item
-    if isinstance(item, Mapping):
-        return Message.from_dict(item)
-    raise TypeError("Invalid message: must be Message or Hash")
 
 
 def _result(item: Any) -> Any:

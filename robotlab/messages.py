@@ -21,6 +21,7 @@ from enum import Enum
 from typing import Any, ClassVar
 
 __all__ = [
+    "coerce_message",
     "Message",
     "TextMessage",
     "ToolCallMessage",
@@ -437,3 +438,12 @@ class UserMessage:
             f"UserMessage({self.content!r}, session_id={self.session_id!r}, "
             f"system_prompt={self.system_prompt!r}, metadata={self.metadata!r}, id={self.id!r})"
         )
+
+
+def coerce_message(item: Any) -> Message:
+    """``item`` as a :class:`Message`: a message as it is, a dict through :meth:`Message.from_dict`."""
+    if isinstance(item, Message):
+        return item
+    if isinstance(item, Mapping):
+        return Message.from_dict(item)
+    raise TypeError("Invalid message: must be Message or Hash")

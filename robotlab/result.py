@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .messages import Message, ToolResultMessage, _compact, _dumps, _iso8601, _keys
+from .messages import coerce_message as _message
 
 __all__ = ["RobotResult"]
 
@@ -27,14 +28,6 @@ def _items(values: Any) -> list[Any]:
     if isinstance(values, Message | Mapping):
         return [values]
     return list(values)
-
-
-def _message(item: Any) -> Message:
-    if isinstance(item, Message):
-        return item
-    if isinstance(item, Mapping):
-        return Message.from_dict(item)
-    raise TypeError("Invalid message: must be Message or Hash")
 
 
 def _tool_result(item: Any) -> Message:
