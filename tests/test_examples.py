@@ -1,0 +1,162 @@
+"""Every script of the examples gallery (``examples/NN_*.py``) runs offline and prints what it should.
+
+Each example runs in its own process with the project's interpreter, in an empty working directory, with
+no provider key and no ``ROBOT_LAB_`` variable, so it answers from its scripted offline model
+(``examples/_offline.py``). The files it writes go to a temporary folder given as its first argument. A
+script that fails, hangs, or no longer prints its distinctive lines fails here, and so does a new example
+without expectations or without a line on the gallery page.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from robotlab.config import PROVIDER_KEY_VARIABLES
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("[0-9][0-9]_*.py"))
+PYTHON = ROOT / ".venv" / "bin" / "python"
+TIMEOUT = 120
+
+#: Lines (substrings) each example must print offline: values computed by the library, not only canned text.
+EXPECTED: dict[str, list[str]] = {
+    "01_simple_robot.py": ["helper: Ruby is a dynamic", "stop reason: stop", "messages in the conversation: 4"],
+    "02_tools.py": [
+        "-> calculator({'expression': '(17 + 25) * 3'})",
+        "<- calculator returned 126",
+        "<- fortune_cookie returned 'A thrilling time is in your near future.'",
+        "calculator checked by hand: 126",
+    ],
+    "03_network.py": ["routed to: billing", "billing_agent: I have refunded", "routed to: technical",
+                      "tech_agent: Please update"],
+    "04_mcp.py": [
+        "tool get_current_time: Get current time",
+        "convert_time 09:30 Paris -> Tokyo: ",
+        "T17:30:00+09:00",
+        "MCP tools: ['convert_time', 'get_current_time']",
+        "get_current_time{'timezone': 'Asia/Tokyo'} -> ",
+        "+09:00 (Asia/Tokyo)",
+    ],
+    "05_streaming.py": [
+        "calling get_forecast({'city': 'Paris'})",
+        'get_forecast returned {"city": "Paris", "sky": "sunny", "high_c": 24}',
+        "'run.started': 1",
+        "'stream.ended': 1",
+        "joined == reply: True",
+        "Rome will be warm and clear.",
+    ],
+    "06_prompt_templates.py": [
+        "instructions=None (customer and order are not known yet)",
+        "triage -> orders (temperature 0.3)",
+        "The customer is Ada (gold member). Their latest order: A-1001, trail tent, status shipped.",
+        "triage -> products (temperature 0.7)",
+        "You are the product expert of Acme Outdoor.",
+    ],
+    "07_network_memory.py": [
+        "memory: sentiment wrote 'sentiment'",
+        "memory: entities wrote 'entities'",
+        "memory: keywords wrote 'keywords'",
+        "'findings': ['entities', 'keywords', 'sentiment']",
+        "keywords: sound, battery life, case quality.",
+        "synthesis: Northwind",
+    ],
+    "08_llm_config.py": [
+        "max_tool_rounds=None",
+        "max_tool_rounds=5     request_timeout=90.0",
+        "max_tool_rounds=20",
+        "request_timeout=45.0",
+        "max_tool_rounds=12",
+        "6. template front matter   {'model': 'openai/gpt-4o-mini', 'temperature': 0.4, 'max_tokens': 300}",
+        "'temperature': 0.6, 'max_tokens': 300, 'max_tool_rounds': 4",
+        "'model': 'anthropic/claude-sonnet-4-20250514', 'temperature': 0.1",
+    ],
+    "09_chaining.py": [
+        "temperature: None -> 0.9",
+        "tools: [] -> ['word_count']",
+        "temperature: 0.9 -> 0.2",
+        "Answer with a product name and a tagline as JSON.",
+        "structured reply: product='Aurora X2'",
+    ],
+    "10_memory.py": [
+        "after memory.data.tier = 'platinum': {'customer': 'Ada', 'tier': 'platinum'}",
+        "pattern score:* saw score:clarity = 9 (was 7)",
+        "status updated: 'reviewing' -> 'approved' by grader",
+        "get('verdict', wait=5) = 'ship it'",
+        "AwaitTimeout: Timeout waiting for :never_written",
+        "delete('data') -> ValueError: Cannot delete reserved key: data",
+        "after reset(): keys=[], data={}",
+    ],
+    "11_network_introspection.py": [
+        "Phase 3 (parallel): intro, body",
+        "Optional (activated by routing): fact_check",
+        "flowchart TD",
+        '"fact_check" [label="fact_check (fact_checker)", style=dashed];',
+        "after add_robot: 7 robots",
+        "broadcast received: {'event': 'deadline_moved', 'to': 'Friday'} from content_pipeline",
+    ],
+    "12_message_bus.py": [
+        "[alice:1] bob (temperature 0.2)",
+        "[alice:3] bob (temperature 0.6)",
+        "alice approved attempt 3 of 5",
+        "('alice:3', 'replied')",
+    ],
+    "13_spawn.py": [
+        "bus before the first spawn: None",
+        "spawned a new 'astronomer' on <MessageBus channels=['dispatcher', 'astronomer']>",
+        "reusing the 'astronomer'",
+        "specialists: ['astronomer', 'chef']; replies received: 3",
+    ],
+    "14_rusty_circuit.py": [
+        "heckler: Boo!",
+        "(comic used reinvent_style: style is now deadpan one-liners)",
+        "(comic used adjust_energy: energy set to 0.9)",
+        "heckler: ...",
+        "scout's verdict: VERDICT:",
+        "scout_notes.md (5 lines)",
+    ],
+    "15_memory_network_and_bus.py": [
+        "revision 1: 51 words",
+        "revision 2: the editor approved it",
+        "linux_draft.md",
+        "memory.json",
+        "final_article.md",
+    ],
+}
+
+
+def _environment(tmp_path: Path) -> dict[str, str]:
+    blocked = {*PROVIDER_KEY_VARIABLES.values(), "REDIS_URL"}
+    env = {k: v for k, v in os.environ.items() if k not in blocked and not k.startswith("ROBOT_LAB_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def test_the_gallery_is_complete() -> None:
+    names = [p.name for p in EXAMPLES]
+    assert len(names) >= 15
+    assert sorted(EXPECTED) == names, "every example needs expectations in EXPECTED (and only examples that exist)"
+    page = (ROOT / "docs" / "examples.md").read_text()
+    assert [n for n in names if f"examples/{n}" not in page] == [], "docs/examples.md must list every example"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_runs_offline(example: Path, tmp_path: Path) -> None:
+    source = example.read_text()
+    assert source.startswith('"""') and "Run it:" in source, f"{example.name} needs a docstring saying how to run it"
+    work = tmp_path / "work"
+    work.mkdir()
+    python = str(PYTHON) if PYTHON.exists() else sys.executable
+    done = subprocess.run(
+        [python, str(example), str(tmp_path / "output")],
+        cwd=work, env=_environment(tmp_path), capture_output=True, text=True, timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, f"{example.name} exited with {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    missing = [line for line in EXPECTED.get(example.name, []) if line not in done.stdout]
+    assert missing == [], f"{example.name} did not print {missing}; it printed:\n{done.stdout}"
+    assert "Traceback" not in done.stderr, done.stderr
