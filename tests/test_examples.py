@@ -126,6 +126,78 @@ EXPECTED: dict[str, list[str]] = {
         "memory.json",
         "final_article.md",
     ],
+    "19_token_tracking.py": [
+        "Compiler or interpreter?        38 in   21 out  $0.000018",
+        "totals: 119 in, 43 out, about $0.000044",
+        "after reset_token_totals(): 0 in, 0 out",
+        "totals: 40 in, 18 out",
+    ],
+    "20_circuit_breaker.py": [
+        "caught ToolLoopError: Circuit breaker triggered: 4 tool calls exceeded max_tool_rounds (3)",
+        "retryable: False; the tool ran 3 times",
+        "last history entry: Error: Circuit breaker triggered",
+        "the robot still works: Hello!",
+    ],
+    "21_learning_loop.py": [
+        "learnings now: ['Check that files are closed']",
+        "learnings now: ['Check that files are closed, ideally with a with-block']",
+        "LEARNINGS FROM PREVIOUS RUNS:\n- Check that files are closed, ideally with a with-block\n- Prefer pathlib",
+        "rebuilt reviewer starts with 2 learning(s)",
+    ],
+    "22_context_compression.py": [
+        "before: 10 messages",
+        "after compress_history() (drop mode): 7 messages",
+        "with a summarizer for the middle scores: 8 messages",
+        "       user: Asked about nightly rotation.",
+        "auto_compact before the run, then the new turn: 6 messages",
+    ],
+    "23_convergence.py": [
+        "identical        1.00  converged=True",
+        "same conclusion  0.94  converged=True",
+        "unrelated        0.00  converged=False",
+        "verifiers agree: similarity 0.94 -> reconciler skipped",
+        "verifiers disagree: similarity 0.11 -> reconciler ran",
+    ],
+    "24_structured_delegation.py": [
+        "summarizer (delegated by manager,",
+        "41+13 tokens): Revenue grew 12%",
+        "analyst    (delegated by manager,",
+        "all resolved: True",
+    ],
+    "25_history_search.py": [
+        "0.87 [7]      user: Can I compress the rotated log files?",
+        "0.63 [1] assistant: The capital city of France is Paris, on the Seine.",
+        "search_history('quantum entanglement'): 0 hit(s)",
+        "'Thanks!' is too short to be indexed: True",
+    ],
+    "26_document_store.py": [
+        "0.333 refunds: Refunds are paid back",
+        "0.632 warranty: Every product",
+        "best for 'SQL database': postgres",
+        "after delete_document('accounts'): ['refunds', 'shipping', 'warranty']",
+        "RAG answer: You will get your refund",
+    ],
+    "27_incident_response.py": [
+        "poller groups: ['default', 'investigation', 'command']",
+        "memory: db_finding written by db_scout",
+        "war room <- app_scout: {'layer': 'app', 'status': 'finding reported'}",
+        "commander: all findings are in",
+        "findings in memory: ['app_finding', 'db_finding', 'net_finding']",
+    ],
+    "28_mcp_discovery.py": [
+        "-> ['github']",
+        "'what time is it in Tokyo?': scores {'filesystem': 0.0, 'github': 0.0, 'time': 0.436} -> ['time']",
+        "no descriptions:    ['filesystem', 'github', 'time']",
+        "robot connected: ['time']; failed: []",
+        "its MCP tools: ['convert_time', 'get_current_time']",
+    ],
+    "35_hooks.py": [
+        "[redact] sending: My card is [card number], please note it.",
+        "[guard] delete_account{'email': 'ada@example.com'} -> Operation not permitted: delete_account",
+        "[cache] hit: the model is not called",
+        "[task] review (editor) finished",
+        "[alert] broken failed: InferenceError: provider down",
+    ],
 }
 
 
