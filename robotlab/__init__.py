@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from ._loop import ToolCall
+    from .agent_skill import AgentSkill, AgentSkillCatalog
     from .ask import AskChannel, QueueChannel, TerminalChannel
     from .budget import Ledger
     from .bus import BusPoller, Delivery, MessageBus, RobotMessage
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from .robot import DEFAULT_MAX_TOOLS, Robot, build
     from .run_config import RunConfig
     from .runnable import Runnable
+    from .script_tool import Capabilities, ScriptTool
     from .streaming import Chunk, Event
     from .task import FlowResult, Task
     from .tool_config import INHERIT, NONE
@@ -70,12 +72,15 @@ if TYPE_CHECKING:
     from .tools import AskUser, FunctionTool, Tool, tool
 
 _EXPORTS: dict[str, str] = {
+    "AgentSkill": "agent_skill",
+    "AgentSkillCatalog": "agent_skill",
     "AskChannel": "ask",
     "AskUser": "tools",
     "AwaitTimeout": "errors",
     "BudgetExceeded": "errors",
     "BusError": "errors",
     "BusPoller": "bus",
+    "Capabilities": "script_tool",
     "Chunk": "streaming",
     "CompactionHookContext": "hooks",
     "ConfigurationError": "errors",
@@ -121,6 +126,7 @@ _EXPORTS: dict[str, str] = {
     "RunConfig": "run_config",
     "RunHookContext": "hooks",
     "Runnable": "runnable",
+    "ScriptTool": "script_tool",
     "SentenceTransformerEmbedder": "embeddings",
     "StateProxy": "memory",
     "Task": "task",

@@ -33,6 +33,7 @@ __all__ = [
     "PROVIDER_KEY_VARIABLES",
     "Config",
     "LLMSettings",
+    "SandboxSettings",
     "configure",
     "get_config",
     "project_config_path",
@@ -125,6 +126,24 @@ class LLMSettings(BaseModel):
     """litellm's retries for a failed request (the only retry layer)."""
 
 
+class SandboxSettings(BaseModel):
+    """The ceiling of what any skill script may get (``ROBOT_LAB_SANDBOX__*``).
+
+    A script's grant is its SKILL.md declaration intersected with this ceiling
+    (:meth:`robotlab.script_tool.Capabilities.intersect`). RobotLab confines nothing itself: the
+    default executor enforces only the timeout; a confining executor reads the rest.
+    """
+
+    fs_read: list[str] = Field(default_factory=lambda: ["."])
+    """Paths any skill may read (relative to the working directory)."""
+    fs_write: list[str] = Field(default_factory=list)
+    """Paths any skill may write."""
+    network: bool = False
+    """Whether any skill may use the network."""
+    timeout: int = 60
+    """The most seconds a skill script may run."""
+
+
 class Config(BaseSettings):
     """RobotLab's settings. Every field can come from a file or a ``ROBOT_LAB_`` variable."""
 
@@ -138,6 +157,10 @@ class Config(BaseSettings):
     """Provider connection settings."""
     template_path: str | None = None
     """Directory of prompt templates; ``prompts`` when unset."""
+    skills_path: str | None = None
+    """Directory of AgentSkill bundles (folders holding a ``SKILL.md``); ``~/.prompts/skills`` when unset."""
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    """The ceiling of skill-script capabilities."""
     tools: Any = "none"
     """Global tools allowlist, the lowest level of the tools hierarchy."""
     mcp: Any = "none"
@@ -255,6 +278,8 @@ def configure(**settings: Any) -> Config:
         for name, value in settings.items():
             if name == "llm" and isinstance(value, dict):
                 value = LLMSettings.model_validate({**config.llm.model_dump(), **value})
+            elif name == "sandbox" and isinstance(value, dict):
+                value = SandboxSettings.model_validate({**config.sandbox.model_dump(), **value})
             setattr(config, name, value)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())

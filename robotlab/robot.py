@@ -33,6 +33,7 @@ from .tool_manifest import tool_registry
 from .tools import FunctionTool, Tool
 
 if TYPE_CHECKING:
+    from .agent_skill import AgentSkill, AgentSkillCatalog
     from .hooks import RunHookContext
     from .memory import Memory
     from .task import FlowResult
@@ -57,6 +58,11 @@ def _coerce_tool(item: Any, robot: Robot) -> Tool:
     raise ConfigurationError(
         f"Robot '{robot.name}': local_tools entries must be Tool instances, Tool subclasses or functions, got {item!r}"
     )
+
+
+def _skill_ids(metadata: Mapping[str, Any]) -> list[str]:
+    value = metadata.get("skills")
+    return [str(value)] if isinstance(value, str) else [str(s) for s in value or []]
 
 
 def _validate_tools_filter(value: Any) -> None:
@@ -90,6 +96,9 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
         on_tool_call: Called with each :class:`~robotlab._loop.ToolCall` before it runs.
         on_tool_result: Called with each tool's return value.
         on_content: Called with each streamed :class:`~robotlab.streaming.Chunk` of text.
+        skills: Skill ids. An id found in the :class:`~robotlab.agent_skill.AgentSkillCatalog` is an
+            AgentSkill, matched to each run's message; any other id is a template whose body goes before
+            the template's (see :mod:`robotlab.agent_skill` and the templates guide).
         temperature, top_p, top_k, max_tokens, presence_penalty, frequency_penalty, stop: LLM parameters.
         max_tool_rounds: Tool calls allowed per run before :class:`ToolLoopError`.
         token_budget: Total tokens (input + output, all runs) before :class:`InferenceError`.
@@ -145,7 +154,11 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
         self.template = template
         self.system_prompt = system_prompt
         self.provider = provider
-        self.skills = [skills] if isinstance(skills, str) else list(skills or [])
+        self.skills = [str(s) for s in ([skills] if isinstance(skills, str) else list(skills or []))]
+        self.agent_skills: list[AgentSkill] = []  # pending AgentSkills, matched to each run's message
+        self._skill_catalog: AgentSkillCatalog | None = None
+        self._skill_templates: list[Template] | None = None  # template skills, expanded depth first
+        self._template_pending = False
         self.mcp_discovery = mcp_discovery
         self.bus = bus
         self.input: Any = None
@@ -246,31 +259,101 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
 
     def _apply_template(self, run_context: Mapping[str, Any] | None = None) -> None:
         parts: list[str] = []
-        if self.template:
-            if self._template_obj is None:
-                self._template_obj = Template.load(self.template, get_config().template_path)
-                self._apply_front_matter(self._template_obj)
-            values = {**self._template_context(), **(run_context or {})}
+        if self.template and self._template_obj is None:
+            self._template_obj = Template.load(self.template, get_config().template_path)
+            self.skills += [s for s in _skill_ids(self._template_obj.metadata) if s not in self.skills]
+            self._skill_templates = None
+        if self._skill_templates is None:
+            self._expand_skills()
+            self._apply_front_matter([*(self._skill_templates or []), *([self._template_obj] if self.template
+                                                                         and self._template_obj else [])])
+        values = {**self._template_context(), **(run_context or {})}
+        for skill in self._skill_templates or []:  # a skill missing parameters is left out, like RobotLab's
+            if not skill.missing({**{k: v for k, v in skill.parameters.items() if v is not None}, **values}):
+                parts.append(skill.render(values))
+        self._template_pending = False
+        if self.template and self._template_obj is not None:
             if run_context is not None or not self._template_obj.missing(
                 {**{k: v for k, v in self._template_obj.parameters.items() if v is not None}, **values}
             ):
                 parts.append(self._template_obj.render(values))
+            else:
+                self._template_pending = True
         if self.system_prompt:
             parts.append(self.system_prompt)
         self._instructions = "\n\n".join(parts) if parts else None
 
-    def _apply_front_matter(self, template: Template) -> None:
-        meta = template.metadata
-        front = RunConfig.from_front_matter(meta)
+    def _expand_skills(self) -> None:
+        """Split :attr:`skills` into AgentSkills (found in the catalog) and template skills, depth first."""
+        self.agent_skills, self._skill_templates = [], []
+        if not self.skills:
+            return
+        from .agent_skill import AgentSkillCatalog
+
+        catalog = self._skill_catalog = AgentSkillCatalog.instance()
+        template_path = get_config().template_path
+        visited = {str(self.template)} if self.template else set()
+        templates: list[Template] = []
+
+        def expand(ids: list[str]) -> None:
+            for skill_id in ids:
+                if skill_id in visited:
+                    logger.warning("Robot '%s': skill cycle detected at '%s', skipping", self.name, skill_id)
+                    continue
+                visited.add(skill_id)
+                agent_skill = catalog.find(skill_id)
+                if agent_skill is not None:
+                    self.agent_skills.append(agent_skill)
+                    continue
+                template = Template.load(skill_id, template_path)
+                expand(_skill_ids(template.metadata))  # nested skills first
+                templates.append(template)
+
+        expand(list(self.skills))
+        self._skill_templates = templates
+
+    def _apply_front_matter(self, templates: Sequence[Template]) -> None:
+        """Skill templates' then the template's front matter, the last one winning; the constructor wins."""
+        front = RunConfig()
+        extras: dict[str, str] = {}
+        for template in templates:
+            front = front.merge(RunConfig.from_front_matter(template.metadata))
+            extras.update({k: str(template.metadata[k]) for k in ("robot_name", "description")
+                           if template.metadata.get(k)})
         if not tool_config.is_none_value(self.mcp_config):
             front.set("mcp", None)
         self.config = front.merge(self.config)
-        if meta.get("robot_name") and self.name == "robot":
-            self.name = str(meta["robot_name"])
-        if meta.get("description") and self.description is None:
-            self.description = str(meta["description"])
-        if meta.get("skills"):
-            self.skills += [str(s) for s in meta["skills"] if str(s) not in self.skills]
+        if extras.get("robot_name") and self.name == "robot":
+            self.name = extras["robot_name"]
+        if extras.get("description") and self.description is None:
+            self.description = extras["description"]
+
+    async def _inject_agent_skills(self, message: Any) -> tuple[str | None, list[Tool]] | None:
+        """Match the pending AgentSkills to ``message``; prepend the matches' instructions and add their
+        script tools. Returns what :meth:`_restore_agent_skills` needs, or ``None`` when nothing matched."""
+        if not self.agent_skills or self._skill_catalog is None:
+            return None
+        try:
+            matched = await asyncio.to_thread(
+                self._skill_catalog.match, "" if message is None else str(message), self.agent_skills
+            )
+        except Exception as exc:
+            logger.warning("Robot '%s': AgentSkill embedding failed: %s", self.name, exc)
+            return None
+        if not matched:
+            return None
+        saved = self._instructions
+        skill_text = "\n\n".join(skill.instructions for skill in matched)
+        self._instructions = "\n\n".join(part for part in (skill_text, saved or "") if part) or None
+        added: list[Tool] = [tool for skill in matched for tool in skill.script_tools]
+        self.local_tools.extend(added)
+        return saved, added
+
+    def _restore_agent_skills(self, injected: tuple[str | None, list[Tool]] | None) -> None:
+        if injected is None:
+            return
+        self._instructions, added = injected
+        self.local_tools[:] = [t for t in self.local_tools if not any(t is a for a in added)]
 
     @property
     def model(self) -> str | None:
@@ -470,13 +553,14 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
             template_context: Template parameters for this run; an error when the robot has no template.
         """
         if template_context:
-            if not self.template:
+            if not self.template and not self._skill_templates:
                 raise ConfigurationError(
                     f"Unknown run option(s): {', '.join(sorted(template_context))}. Keyword arguments of run() are "
                     f"template parameters, and robot '{self.name}' has no template."
                 )
             self._apply_template(template_context)
-        elif self.template and self._template_obj is not None and self._instructions is None:
+        elif self.template and self._template_obj is not None and (self._instructions is None
+                                                                    or self._template_pending):
             self._apply_template({})
         run_memory = network_memory or getattr(network, "memory", None) or self.memory
         if memory is not None and not isinstance(memory, Mapping):
@@ -488,6 +572,7 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
         previous_writer, previous_memory = run_memory.current_writer, self._run_memory
         run_memory.current_writer = self.name
         self._run_memory = run_memory
+        injected = await self._inject_agent_skills(message)
         try:
             return await self._run_hooked(
                 message, network=network, task=task, memory=run_memory, per_run_hooks=hooks,
@@ -498,6 +583,7 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
         finally:
             run_memory.current_writer = previous_writer
             self._run_memory = previous_memory
+            self._restore_agent_skills(injected)
 
     async def _execute(self, message: Any, *, tools: Any, mcp: Any, network_config: RunConfig | None,
                        on_content: ContentCallback | None, on_event: Callable[[Event], Any] | None,

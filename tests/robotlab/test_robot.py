@@ -433,3 +433,94 @@ def test_robot_direct_constructor_matches_build() -> None:
 def test_tools_none_argument_means_the_robot_setting() -> None:
     robot = build(local_tools=[get_weather, get_time], tools=["get_time"])
     assert [t.name for t in robot.resolve_tools(None)] == ["get_time"]
+
+
+# -- template skills ---------------------------------------------------------------------
+
+@pytest.fixture
+def skill_templates(tmp_path: Path) -> Iterator[Path]:
+    """A template directory, and an empty AgentSkill catalog so every skill id is a template."""
+    from robotlab.agent_skill import AgentSkillCatalog
+
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    configure(template_path=str(folder), skills_path=str(tmp_path / "no-agent-skills"))
+    AgentSkillCatalog.reset()
+    yield folder
+    AgentSkillCatalog.reset()
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and r.name == "robotlab"]
+
+
+def test_template_skills_expand_depth_first_before_the_template(skill_templates: Path) -> None:
+    (skill_templates / "base_rules.md").write_text("Never share secrets.")
+    (skill_templates / "persona.md").write_text("---\nskills: [base_rules]\n---\nYou are Robbie.")
+    (skill_templates / "tone.md").write_text("---\nskills: base_rules_extra\n---\nBe warm.")
+    (skill_templates / "base_rules_extra.md").write_text("Keep it short.")
+    (skill_templates / "main.md").write_text("---\nskills: [tone, persona]\n---\nHelp with {{ topic }}.")
+    llm = FakeLLM(["ok"])
+    robot = build(template="main", skills=["persona"], context={"topic": "billing"}, system_prompt="Inline.",
+                  llm=llm)
+    assert robot.skills == ["persona", "tone"]
+    assert robot.instructions == (
+        "Never share secrets.\n\nYou are Robbie.\n\nKeep it short.\n\nBe warm.\n\nHelp with billing.\n\nInline."
+    )
+    robot.run("hi")
+    assert llm.requests[0].messages[0]["content"] == robot.instructions
+
+
+def test_template_skills_without_a_template(skill_templates: Path) -> None:
+    (skill_templates / "persona.md").write_text("---\nparameters:\n  company: Acme\n---\nYou work for {{ company }}.")
+    llm = FakeLLM(["a", "b"])
+    robot = build(skills=["persona"], system_prompt="Be brief.", llm=llm)
+    assert robot.instructions == "You work for Acme.\n\nBe brief."
+    robot.run("x", company="Initech")
+    assert llm.requests[0].messages[0]["content"] == "You work for Initech.\n\nBe brief."
+
+
+def test_skill_cycle_is_a_warning(skill_templates: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (skill_templates / "a.md").write_text("---\nskills: [b]\n---\nA.")
+    (skill_templates / "b.md").write_text("---\nskills: [a, main]\n---\nB.")
+    (skill_templates / "main.md").write_text("Main.")
+    with caplog.at_level("WARNING", logger="robotlab"):
+        robot = build(name="looper", template="main", skills=["a"], llm=FakeLLM(["ok"]))
+    assert robot.instructions == "B.\n\nA.\n\nMain."
+    assert _warnings(caplog) == [
+        "Robot 'looper': skill cycle detected at 'a', skipping",
+        "Robot 'looper': skill cycle detected at 'main', skipping",
+    ]
+    assert robot.run("x").reply == "ok"
+
+
+def test_skill_front_matter_accumulates_and_the_constructor_wins(skill_templates: Path) -> None:
+    (skill_templates / "careful.md").write_text(
+        "---\ndescription: Careful\nmodel: openai/gpt-4o\ntemperature: 0.1\nmax_tokens: 50\n---\nCareful."
+    )
+    (skill_templates / "main.md").write_text("---\ntemperature: 0.5\n---\nMain.")
+    robot = build(template="main", skills=["careful"], llm=FakeLLM(["ok"]))
+    assert (robot.model, robot.config.temperature, robot.config.max_tokens) == ("openai/gpt-4o", 0.5, 50)
+    assert robot.description == "Careful"
+    (skill_templates / "described.md").write_text("---\ndescription: Main one\n---\nMain.")
+    later = build(template="described", skills=["careful"], llm=FakeLLM(["ok"]))
+    assert later.description == "Main one"
+    mine = build(template="main", skills=["careful"], temperature=0.9, description="Mine", model="x/y")
+    assert (mine.model, mine.config.temperature, mine.description) == ("x/y", 0.9, "Mine")
+
+
+def test_a_skill_that_is_neither_agent_skill_nor_template(skill_templates: Path) -> None:
+    with pytest.raises(ConfigurationError, match="Template 'ghost' not found"):
+        build(skills=["ghost"])
+
+
+def test_main_template_with_missing_parameters_still_errors_with_skills(skill_templates: Path) -> None:
+    (skill_templates / "persona.md").write_text("You are Robbie.")
+    (skill_templates / "need.md").write_text("---\nparameters:\n  who: null\n---\nHello {{ who }}")
+    llm = FakeLLM(["ok"])
+    robot = build(template="need", skills=["persona"], llm=llm)
+    assert robot.instructions == "You are Robbie."
+    with pytest.raises(ConfigurationError, match="missing required parameters: who"):
+        robot.run("x")
+    robot.run("x", who="Ada")
+    assert llm.requests[0].messages[0]["content"] == "You are Robbie.\n\nHello Ada"
