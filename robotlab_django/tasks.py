@@ -5,13 +5,19 @@ The task is thin: it takes the primary key of a ``queued`` :class:`~robotlab_dja
 conditional-update claim makes a second delivery of the same run a no-op. Delivery is at least
 once (``acks_late`` and ``reject_on_worker_lost``: a killed worker's run is delivered again), and
 the ``attempts`` column bounds it: a run claimed ``ROBOTLAB["TASK_MAX_ATTEMPTS"]`` times is marked
-failed instead of looping.
+failed instead of looping. When a worker's pool child dies mid-run, the worker sends the task again
+as a retry (``retry_on_worker_lost``, Celery 5.6+); a retry knows the earlier execution is over, so
+it takes the run over from ``running`` and executes it again (its events are numbered after the
+stored ones, and a second ``run.started`` tells clients to start its text again). So does a
+redelivery (the broker's ``visibility_timeout`` passed: the whole worker was lost) of a run
+``running`` for longer than ``ROBOTLAB["RUN_LEASE"]``, the lease :func:`requeue_stuck` applies. Any
+other delivery of a ``running`` run is a duplicate and does nothing.
 
 One retry layer only. Transient LLM errors are retried by the LLM client
 (``ROBOTLAB["LLM_MAX_RETRIES"]``); a robot that fails (a ``ConfigurationError``, an exhausted
 ``InferenceError``, a tool loop...) is stored as ``failed`` and the task does not retry it. The task
 retries only when the database itself is unreachable (``OperationalError``/``InterfaceError``,
-twice, 5 s apart). A run whose worker vanished stays ``running``; :func:`requeue_stuck` (``manage.py
+twice, 5 s apart). A run whose whole worker node vanished stays ``running``; :func:`requeue_stuck` (``manage.py
 robotlab_requeue_stuck``, run it from cron or celery beat) re-queues it once ``ROBOTLAB["RUN_LEASE"]``
 seconds have passed, or fails it when its attempts are used up.
 """
@@ -32,12 +38,14 @@ from .abstract_models import Status
 from .conf import app_settings
 from .streaming import publish_failure
 
-__all__ = ["RETRY_DELAY", "enqueue", "execute", "fail_exhausted", "requeue_stuck", "run_robot"]
+__all__ = ["LOST_WORKER_DELAY", "RETRY_DELAY", "enqueue", "execute", "fail_exhausted", "requeue_stuck", "run_robot"]
 
 logger = logging.getLogger("robotlab_django")
 
 #: Seconds between the task's retries when the database is unreachable.
 RETRY_DELAY = 5
+#: Seconds before a run whose worker's pool child died is sent again.
+LOST_WORKER_DELAY = 1
 _WAITING = (Status.QUEUED, Status.RETRYING)
 
 
@@ -59,8 +67,27 @@ def fail_exhausted(row: Any) -> bool:
     return True
 
 
-def execute(result_id: Any) -> dict[str, Any]:
+def _take_over(row: Any) -> None:
+    """Set a ``running`` row whose execution is known to be over back to ``retrying``."""
+    if row.status == Status.RUNNING and type(row).objects.filter(
+            pk=row.pk, status=Status.RUNNING, attempts=row.attempts).update(status=Status.RETRYING,
+                                                                           updated_at=timezone.now()):
+        row.status = Status.RETRYING
+        logger.warning("robotlab: attempt %s of run %s ended unfinished; running it again", row.attempts, row.pk)
+
+
+def _lease_expired(row: Any) -> bool:
+    cutoff = timezone.now() - timedelta(seconds=float(app_settings.RUN_LEASE))
+    return row.started_at is not None and row.started_at < cutoff
+
+
+def execute(result_id: Any, *, retried: bool = False, redelivered: bool = False) -> dict[str, Any]:
     """What :func:`run_robot` does, callable without Celery: claim, run and store the run ``result_id``.
+
+    ``retried`` says the earlier execution of this run is over (the task is a retry: its worker was
+    lost, or it raised), so a row left ``running`` by it is taken over and executed again.
+    ``redelivered`` (the broker delivers the message again) takes over a row ``running`` for longer
+    than ``ROBOTLAB["RUN_LEASE"]``.
 
     Returns:
         ``{"result_id", "run_id", "status", "attempts", "skipped"}``; ``skipped`` is true when the
@@ -72,6 +99,8 @@ def execute(result_id: Any) -> dict[str, Any]:
     if row is None:
         logger.warning("robotlab: run %s is gone; dropping its task", result_id)
         return {"result_id": result_id, "run_id": "", "status": "missing", "attempts": 0, "skipped": True}
+    if retried or (redelivered and _lease_expired(row)):
+        _take_over(row)
     skipped = row.status not in _WAITING or fail_exhausted(row)
     if not skipped:
         row = execute_run(row, raise_errors=False)
@@ -80,11 +109,12 @@ def execute(result_id: Any) -> dict[str, Any]:
 
 
 @shared_task(bind=True, name="robotlab_django.tasks.run_robot", acks_late=True, reject_on_worker_lost=True,
-             autoretry_for=(OperationalError, InterfaceError), max_retries=2, default_retry_delay=RETRY_DELAY,
-             retry_backoff=False)
+             retry_on_worker_lost=True, autoretry_for=(OperationalError, InterfaceError), max_retries=2,
+             retry_kwargs={"countdown": RETRY_DELAY}, default_retry_delay=LOST_WORKER_DELAY, retry_backoff=False)
 def run_robot(self: Any, result_id: int) -> dict[str, Any]:
     """Run the queued robot result ``result_id`` (see :func:`execute`); a duplicate delivery does nothing."""
-    return execute(result_id)
+    return execute(result_id, retried=bool(self.request.retries),
+                   redelivered=bool((self.request.delivery_info or {}).get("redelivered")))
 
 
 def _send(result_id: Any, task_id: str, queue: str) -> None:

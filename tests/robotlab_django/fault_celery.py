@@ -1,0 +1,27 @@
+"""The fault tests' Celery app: the tests' app with a short Redis ``visibility_timeout`` and run lease.
+
+A message a dead worker left unacked goes back to the queue once ``visibility_timeout`` seconds
+have passed (kombu looks every second here, not every 100 s), so a node loss is redelivered in
+seconds, not in an hour;
+``ROBOTLAB["RUN_LEASE"]`` stays below it and above the longest run, as in production.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from tests.robotlab_django.celery_app import app
+
+__all__ = ["RUN_LEASE", "VISIBILITY_TIMEOUT", "app"]
+
+#: Seconds before a message of a lost worker is delivered again.
+VISIBILITY_TIMEOUT = 8.0
+#: Seconds a run may be ``running`` before a redelivery takes it over.
+RUN_LEASE = 6.0
+
+settings.ROBOTLAB = {**settings.ROBOTLAB, "RUN_LEASE": RUN_LEASE}
+
+app.conf.broker_transport_options = {"visibility_timeout": VISIBILITY_TIMEOUT, "unacked_restore_interval": 1,
+                                     "unacked_restore_throttle": 1}
+app.conf.result_backend_transport_options = {"visibility_timeout": VISIBILITY_TIMEOUT}
+app.conf.visibility_timeout = VISIBILITY_TIMEOUT

@@ -1,0 +1,113 @@
+"""Faults on the real stack: a killed worker, a dropped websocket, a restarted Redis (issue 6, acceptance 3).
+
+Each test runs one scenario of :mod:`tests.robotlab_django.faults` in a driver process against a
+database every process shares (a SQLite file; a fresh PostgreSQL database with
+``ROBOTLAB_TEST_DB=postgres``), a real Celery worker or daphne, and Redis (127.0.0.1:6379 database
+13, or a private ``redis-server``). The model streams ``BENCH_TOKENS`` tokens at ``BENCH_RATE``
+tokens/s, so there is a stream to break. The tests skip only when Redis (or ``redis-server``) is
+missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from robotlab.testing import text
+from robotlab_django import services, tasks
+from robotlab_django.models import RobotResult, Status
+from tests.robotlab_django.faults import REDIS_URL, ROOT, database_env, reachable
+
+TOKENS = 60
+
+
+def _scenario(tmp_path: Path, *args: str, tokens: int = TOKENS, rate: int = 40) -> dict[str, Any]:
+    """Run ``python -m tests.robotlab_django.faults *args`` and return the facts it printed."""
+    if not reachable("127.0.0.1", 6379):
+        pytest.skip("Redis at 127.0.0.1:6379 cannot be reached (scripts/services starts it)")
+    database, drop = database_env(tmp_path)
+    env = {**os.environ, **database, "DJANGO_SETTINGS_MODULE": "tests.robotlab_django.settings",
+           "PYTHONPATH": str(ROOT), "ROBOTLAB_TEST_REDIS_URL": REDIS_URL,
+           "ROBOTLAB_TEST_LLM": "benchmarks.streaming.PacedLLM", "BENCH_TOKENS": str(tokens),
+           "BENCH_RATE": str(rate)}
+    try:
+        driver = subprocess.run([sys.executable, "-m", "tests.robotlab_django.faults", *args,
+                                 "--workdir", str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
+                                text=True, timeout=300)
+    finally:
+        drop()
+    logs = "\n".join(f"--- {log.name} ---\n{log.read_text(errors='replace')[-6000:]}"
+                     for log in sorted(tmp_path.glob("*.log")))
+    assert driver.returncode == 0, f"{driver.stdout}\n{driver.stderr[-8000:]}\n{logs}"
+    return dict(json.loads(driver.stdout.strip().splitlines()[-1]))
+
+
+def _clean_text() -> str:
+    """What one clean run of the paced model says."""
+    return "".join(f"t{index} " for index in range(TOKENS))
+
+
+@pytest.mark.django_db
+def test_only_a_retry_or_a_redelivery_past_the_lease_takes_over_a_running_run(scripted_llm: Any) -> None:
+    llm = scripted_llm(text("again"), text("once more"))
+    row = services.start_run("s-lost", "echo", "Hi")
+    RobotResult.objects.filter(pk=row.pk).update(status=Status.RUNNING, attempts=1, started_at=timezone.now())
+    assert tasks.execute(row.pk)["skipped"] is True  # a duplicate while it may still be running
+    assert tasks.execute(row.pk, redelivered=True)["skipped"] is True  # redelivered within the lease
+    assert llm.requests == []
+    outcome = tasks.execute(row.pk, retried=True)  # the worker saw the child die and sent a retry
+    assert (outcome["status"], outcome["attempts"], outcome["skipped"]) == ("completed", 2, False)
+    assert tasks.execute(row.pk, retried=True)["skipped"] is True  # a finished run is never run again
+
+    other = services.start_run("s-lost", "echo", "Hi")
+    long_ago = timezone.now() - timedelta(seconds=1000)  # past RUN_LEASE (900 s)
+    RobotResult.objects.filter(pk=other.pk).update(status=Status.RUNNING, attempts=1, started_at=long_ago)
+    assert tasks.execute(other.pk, redelivered=True)["status"] == "completed"
+    assert RobotResult.objects.get(pk=other.pk).reply == "once more" and len(llm.requests) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["child", "node"])
+def test_a_worker_killed_mid_run_completes_it_on_redelivery_exactly_once(tmp_path: Path, mode: str) -> None:
+    facts = _scenario(tmp_path, "worker-kill", "--mode", mode)
+    run, clean = facts["run"], facts["clean"]
+    assert facts["killed"] and facts["deltas_at_kill"] >= 2  # it was streaming when it died
+    assert clean["status"] == "completed" and clean["attempts"] == 1 and clean["reply"] == _clean_text()
+    assert run["status"] == "completed", run["error"]
+    assert run["attempts"] == 2  # the killed attempt and the one that finished
+    assert run["rows_on_thread"] == 1
+    assert run["reply"] == clean["reply"]  # no duplicated or missing text
+    assert run["replayed_text"] == clean["reply"]  # a client replaying the stored events ends with it too
+    assert run["kinds"].count("run.started") == 2
+    assert run["kinds"].count("run.completed") == 1 and run["kinds"][-1] == "stream.ended"
+
+
+@pytest.mark.slow
+def test_a_dropped_websocket_resumes_after_its_cursor_and_ends_with_the_saved_text(tmp_path: Path) -> None:
+    facts = _scenario(tmp_path, "socket-drop", "--drops", "4", tokens=200, rate=100)
+    run = facts["run"]
+    assert run["status"] == "completed" and run["reply"] == "".join(f"t{index} " for index in range(200))
+    assert facts["connects"] >= 5  # four cuts, four resumes
+    assert facts["client_text"] == run["reply"] == run["replayed_text"]
+
+
+@pytest.mark.slow
+def test_a_redis_restart_mid_stream_loses_nothing_saved(tmp_path: Path) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    facts = _scenario(tmp_path, "redis-restart", tokens=200, rate=50)
+    run = facts["run"]
+    assert facts["deltas_during"] >= 3  # the run kept storing events with the layer down
+    assert run["status"] == "completed", run["error"]
+    assert run["reply"] == "".join(f"t{index} " for index in range(200))
+    assert facts["connects"] >= 2  # the client lost its socket and came back
+    assert facts["client_text"] == run["reply"] == run["replayed_text"]
