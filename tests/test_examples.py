@@ -126,6 +126,24 @@ EXPECTED: dict[str, list[str]] = {
         "memory.json",
         "final_article.md",
     ],
+    "17_skills.py": [
+        "skills (the robot's, then the template's): ['concise', 'friendly_tone', 'safety']",
+        "temperature from the friendly_tone skill: 0.6",
+        "  - Answer in at most 60 words.\n  - Be warm and use the customer's name.\n"
+        "  - Never reveal passwords, keys or internal URLs.\n  - Escalate anything about legal threats to a human.\n"
+        "  - You answer support questions for Acme.\n  - Sign as Ada.",
+        "with words=30 for that run: Answer in at most 30 words.",
+        "warning: Robot 'looper': skill cycle detected at 'loop_a', skipping",
+        "looper's instructions despite the cycle: 'Rule B.\\n\\nRule A.'",
+    ],
+    "18_django_chat.py": [
+        "chat> Hello Ada! How can I help?",
+        "stored: result #1, completed,",
+        "stored: result #2, completed,",
+        "1 tool call(s)",
+        "thread 'session-ada' (robot 'chat'): 2 results in the database",
+        "a robot restored from it holds 6 messages",
+    ],
     "19_token_tracking.py": [
         "Compiler or interpreter?        38 in   21 out  $0.000018",
         "totals: 119 in, 43 out, about $0.000044",
@@ -190,6 +208,23 @@ EXPECTED: dict[str, list[str]] = {
         "no descriptions:    ['filesystem', 'github', 'time']",
         "robot connected: ['time']; failed: []",
         "its MCP tools: ['convert_time', 'get_current_time']",
+    ],
+    "31_launch_assessment.py": [
+        "max_concurrent_robots=4",
+        "started (4 running)",
+        "risk finished: NOT-READY",
+        "most analysts running at once: 4",
+        "recommendation: GO - five of six",
+    ],
+    "34_agent_skills.py": [
+        "missing 'description', skipping broken",
+        "catalog: ['check_style']",
+        "warning: ScriptTool: notes.sh is not executable, skipping",
+        "  instructions: 'Run long_lines on the file first, then point out each style problem with its line number."
+        "\\n\\nYou are a careful code reviewer.'\n  tools: ['long_lines']",
+        "app.py: 1 line(s) over 79 characters",
+        "  instructions: 'You are a careful code reviewer.'\n  tools: []",
+        "after the runs: instructions='You are a careful code reviewer.', tools=[]",
     ],
     "35_hooks.py": [
         "[redact] sending: My card is [card number], please note it.",
