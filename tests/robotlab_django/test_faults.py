@@ -97,6 +97,7 @@ def test_a_dropped_websocket_resumes_after_its_cursor_and_ends_with_the_saved_te
     run = facts["run"]
     assert run["status"] == "completed" and run["reply"] == "".join(f"t{index} " for index in range(200))
     assert facts["connects"] >= 5  # four cuts, four resumes
+    assert facts["replayed"] > 0  # what went out while the client was away came back in the replay
     assert facts["client_text"] == run["reply"] == run["replayed_text"]
 
 
@@ -110,4 +111,5 @@ def test_a_redis_restart_mid_stream_loses_nothing_saved(tmp_path: Path) -> None:
     assert run["status"] == "completed", run["error"]
     assert run["reply"] == "".join(f"t{index} " for index in range(200))
     assert facts["connects"] >= 2  # the client lost its socket and came back
+    assert facts["replayed"] > 0  # the events of the outage came from the stored rows
     assert facts["client_text"] == run["reply"] == run["replayed_text"]

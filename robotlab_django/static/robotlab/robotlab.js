@@ -126,7 +126,8 @@
     current = event.run_id;
     keepScrolled(function () {
       switch (event.kind) {
-        case "run.started":
+        case "run.started":  // again after text: the run is executed anew (its worker was lost)
+          if (entry.streamed) { entry.text.textContent = ""; entry.streamed = false; }
           entry.done = false;
           entry.status.textContent = "thinking…";
           break;
