@@ -16,6 +16,10 @@ A robot's ``ask_channel`` decides (the terminal when it is not set). A channel i
       # later, from any thread:
       channel.answer(request_id, "blue")
 
+Asked inside a run that has listeners (``robot.run(..., on_event=...)``, ``robot.stream(...)``, a
+network's ``on_event``), a :class:`QueueChannel` also puts both events into that run's stream, so a page
+following the run sees the question and its resolution between the tool call's events.
+
 Both read an answer the same way (:func:`resolve_answer`): an empty answer means the default (when
 there is one) and a number from 1 to the number of choices means that choice.
 """
@@ -33,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TextIO, runtime_checkable
 
 from .errors import ToolError
-from .streaming import HITL_REQUESTED, HITL_RESOLVED
+from .streaming import HITL_REQUESTED, HITL_RESOLVED, run_publisher
 
 __all__ = [
     "AskChannel",
@@ -47,6 +51,8 @@ __all__ = [
 
 Publisher = Callable[[str, dict[str, Any]], Any]
 """Receives ``(kind, payload)``: ``"hitl.requested"`` or ``"hitl.resolved"`` and a JSON-ready dict."""
+
+Stream = Publisher | None  # the asking run's stream (see robotlab.streaming.run_publisher)
 
 _NUMBER = re.compile(r"[0-9]+")
 
@@ -198,6 +204,10 @@ class QueueChannel:
     ``"cancelled"`` (the waiting run was cancelled). :attr:`pending` lists the open questions, so a
     page that reloads can show them again. ``publish`` is called on the asking thread (or the
     answering one for ``hitl.resolved``) and must not block; if it raises, the question is withdrawn.
+    A question asked inside a run with an ``on_event`` listener also goes into that run's stream, as
+    ``hitl.requested`` and ``hitl.resolved`` events with the same payloads, sent by the asking side on the
+    run's event loop (``hitl.requested`` after ``publish`` returned, ``hitl.resolved`` once the wait is
+    over, so both come between the tool call's ``tool_call.started`` and ``tool_call.completed``).
 
     Args:
         publish: the callback; e.g. ``lambda kind, data: emitter.emit(kind, **data)``.
@@ -247,14 +257,15 @@ class QueueChannel:
         robot: Any = None,
     ) -> str:
         """Publish the question and block this thread until it is answered."""
-        request, future = self._open(question, choices, default, robot)
+        request, future, stream = self._open(question, choices, default, robot)
         try:
-            return future.result(self.timeout)
+            answer = future.result(self.timeout)
         except concurrent.futures.TimeoutError:
-            return self._expire(request, future)
+            answer = self._expire(request, future, stream)
         except BaseException:
-            self._withdraw(request, "cancelled")
+            self._abandon(request, future, stream)
             raise
+        return self._answered(request, answer, stream)
 
     async def aask(
         self,
@@ -264,17 +275,18 @@ class QueueChannel:
         robot: Any = None,
     ) -> str:
         """Publish the question and wait for the answer without blocking the event loop."""
-        request, future = self._open(question, choices, default, robot)
+        request, future, stream = self._open(question, choices, default, robot)
         try:
             done, _ = await asyncio.wait([asyncio.wrap_future(future)], timeout=self.timeout)
         except BaseException:
-            self._withdraw(request, "cancelled")
+            self._abandon(request, future, stream)
             raise
-        return future.result() if done else self._expire(request, future)
+        answer = future.result() if done else self._expire(request, future, stream)
+        return self._answered(request, answer, stream)
 
     def _open(
         self, question: str, choices: Sequence[str] | None, default: str | None, robot: Any
-    ) -> tuple[AskRequest, concurrent.futures.Future[str]]:
+    ) -> tuple[AskRequest, concurrent.futures.Future[str], Stream]:
         name = getattr(robot, "name", None)
         request = AskRequest(
             id=uuid.uuid4().hex,
@@ -284,6 +296,7 @@ class QueueChannel:
             robot=None if name is None else str(name),
         )
         future: concurrent.futures.Future[str] = concurrent.futures.Future()
+        stream = run_publisher()  # the asking run's on_event stream, if anyone listens
         with self._lock:
             self._pending[request.id] = (request, future)
         try:
@@ -292,18 +305,35 @@ class QueueChannel:
             with self._lock:
                 self._pending.pop(request.id, None)
             raise
-        return request, future
+        if stream is not None:  # after publish, and only from the asking side, so always in order
+            stream(HITL_REQUESTED, request.to_dict())
+        return request, future, stream
 
-    def _withdraw(self, request: AskRequest, status: str) -> bool:
+    @staticmethod
+    def _resolved(stream: Stream, request: AskRequest, answer: str | None, status: str) -> None:
+        if stream is not None:
+            stream(HITL_RESOLVED, {"request_id": request.id, "answer": answer, "status": status})
+
+    def _answered(self, request: AskRequest, answer: str, stream: Stream) -> str:
+        self._resolved(stream, request, answer, "answered")
+        return answer
+
+    def _withdraw(self, request: AskRequest, status: str, stream: Stream) -> bool:
         """Drop a question that is still waiting and publish why; ``False`` when it was answered already."""
         with self._lock:
             if self._pending.pop(request.id, None) is None:
                 return False
         self._emit(HITL_RESOLVED, {"request_id": request.id, "answer": None, "status": status})
+        self._resolved(stream, request, None, status)
         return True
 
-    def _expire(self, request: AskRequest, future: concurrent.futures.Future[str]) -> str:
-        if self._withdraw(request, "timed_out"):
+    def _abandon(self, request: AskRequest, future: concurrent.futures.Future[str], stream: Stream) -> None:
+        """The asker stopped waiting (cancelled): withdraw the question, or report the answer that came."""
+        if not self._withdraw(request, "cancelled", stream) and future.done():
+            self._resolved(stream, request, future.result(), "answered")
+
+    def _expire(self, request: AskRequest, future: concurrent.futures.Future[str], stream: Stream) -> str:
+        if self._withdraw(request, "timed_out", stream):
             raise ToolError(f"No answer to {request.question!r} after {self.timeout:g} seconds")
         return future.result()  # answered just as the wait ended (set under the lock, so it is there)
 

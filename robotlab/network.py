@@ -11,7 +11,12 @@
 A task starts as soon as all its dependencies are done, so independent tasks run at the same time (up to
 ``max_concurrent_robots`` of the network's config, or ``concurrency=<n>``) and a run takes as long as its
 critical path. Optional tasks run when a step activates them (``result.activate("billing")`` in a robot's
-``call``) or when the network's ``router`` names them. See ``docs/guides/networks.md``.
+``call``) or when the network's ``router`` names them.
+
+``network.run(message, on_event=callback)`` streams the run: the network's own events (``run.*``,
+``step.*`` per task) and every robot's, all with the network run's ``run_id`` and ``seq``, each robot
+event tagged with ``network``, ``task`` and ``robot`` in its data. A network can itself be the runnable
+of another network's task (a nested network). See ``docs/guides/networks.md``.
 """
 
 from __future__ import annotations
@@ -25,14 +30,17 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
+from . import streaming
 from ._runtime import run_sync
 from .bus import BusPoller
 from .errors import ConfigurationError
-from .hooks import Hook, HookRegistry, Registration
+from .hooks import Hook, HookRegistry, Registration, normalize_hooks
 from .memory import Memory
+from .result import RobotResult
 from .run_config import RunConfig
 from .runnable import Runnable
-from .task import FlowResult, Task, run_hooked
+from .streaming import Event, EventEmitter
+from .task import FlowResult, Task, error_result, extract_run_context, run_hooked
 
 __all__ = ["BROADCAST_KEY", "CONCURRENCY_OPTIONS", "Network", "create_network"]
 
@@ -78,11 +86,43 @@ def _merge(results: Sequence[FlowResult], run_params: Any, value: Any) -> FlowRe
     return FlowResult(value, context=context, errors=errors)
 
 
+def _reply(value: Any) -> Any:
+    return value.reply if isinstance(value, RobotResult) else None
+
+
+def _relay(emitter: EventEmitter, **tags: Any) -> Callable[[Event], None]:
+    """A task's ``on_event``: its runnable's events go on into the network run's stream (the network's
+    ``run_id`` and ``seq``) with ``tags`` added where the event has no such key, and without the
+    runnable's own ``stream.ended`` (the network ends the stream)."""
+
+    def relay(event: Event) -> None:
+        if event.kind != streaming.STREAM_ENDED:
+            emitter.emit(event.kind, **{**tags, **event.data})
+
+    return relay
+
+
+def _path_to(start: Any, target: Network, seen: set[int]) -> list[str] | None:
+    """The names of the networks from ``start`` down to ``target`` through nested tasks, or ``None``."""
+    if start is target:
+        return [target.name]
+    if not isinstance(start, Network) or id(start) in seen:
+        return None
+    seen.add(id(start))
+    for task in start.tasks.values():
+        path = _path_to(task.robot, target, seen)
+        if path is not None:
+            return [start.name, *path]
+    return None
+
+
 class _Run:
     """The state of one network run: which tasks started, finished or were skipped."""
 
-    def __init__(self, network: Network, initial: FlowResult, deps: dict[str, list[str] | None]) -> None:
+    def __init__(self, network: Network, initial: FlowResult, deps: dict[str, list[str] | None],
+                 emitter: EventEmitter | None = None) -> None:
         self.network = network
+        self.emitter = emitter
         self.initial = initial
         self.deps = deps
         self.run_params = initial.context.get("run_params")
@@ -108,12 +148,29 @@ class _Run:
 
     async def call(self, task: Task, flow: FlowResult) -> FlowResult:
         if self.semaphore is None:
+            return await self.step(task, flow)
+        async with self.semaphore:
+            return await self.step(task, flow)
+
+    async def step(self, task: Task, flow: FlowResult) -> FlowResult:
+        """Run one task; with a listener, between ``step.started`` and ``step.completed`` (or ``step.failed``)."""
+        emitter = self.emitter
+        tags = {"network": self.network.name, "task": task.name, "robot": getattr(task.robot, "name", None)}
+        if emitter is not None:
+            params = {**(flow.context.get("run_params") or {}), "on_event": _relay(emitter, **tags)}
+            flow = flow.with_context("run_params", params)
+            emitter.emit(streaming.STEP_STARTED, **tags)
+        try:
             result = await task.call(flow)
-        else:
-            async with self.semaphore:
-                result = await task.call(flow)
-        if not isinstance(result, FlowResult):
-            raise TypeError(f"Task '{task.name}': {task.robot!r}.call() must return a FlowResult, got {result!r}")
+            if not isinstance(result, FlowResult):
+                raise TypeError(f"Task '{task.name}': {task.robot!r}.call() must return a FlowResult, "
+                                f"got {result!r}")
+        except Exception as exc:
+            if emitter is not None:
+                emitter.emit(streaming.STEP_FAILED, **tags, error=str(exc), error_type=type(exc).__name__)
+            raise
+        if emitter is not None:
+            emitter.emit(streaming.STEP_COMPLETED, **tags, reply=_reply(result.value))
         return result
 
     def settle(self) -> None:
@@ -233,6 +290,8 @@ class Network(Runnable):
             ``max_concurrent_robots``.
         router: ``router(flow_result) -> task name | list | None``, asked whenever the network has nothing
             left to run; it activates optional tasks (see the guide).
+
+    A network is also a step: :meth:`call` runs it as one task of another network.
     """
 
     def __init__(
@@ -288,14 +347,18 @@ class Network(Runnable):
             context, mcp, tools, memory, config: The task's settings (see :class:`~robotlab.task.Task`).
             poller_group: The bus poller group label of the robot.
 
+        ``robot`` may be another :class:`Network`, which then runs as this one task (see :meth:`call`).
+
         Raises:
-            ConfigurationError: the name is taken, or the robot has no ``call`` step.
+            ConfigurationError: the name is taken, the robot has no ``call`` step, or it is a network that
+                contains this one (``"Network 'a' cannot contain itself: a -> b -> a"``).
         """
         name = str(name)
         if name in self.tasks or name in self._groups:
             raise ConfigurationError(f"Network '{self.name}' already has a task or group named '{name}'")
         if not callable(getattr(robot, "call", None)):
             raise ConfigurationError(f"Task '{name}': {robot!r} is not a robot (it has no call() step)")
+        self._check_nesting(robot)
         deps = _dependencies(name, depends_on)
         self.tasks[name] = Task(name=name, robot=robot, context=context, mcp=mcp, tools=tools, memory=memory,
                                 config=config, network=self)
@@ -358,9 +421,18 @@ class Network(Runnable):
                 visit(task)
         return expanded
 
+    def _check_nesting(self, runnable: Any) -> None:
+        path = _path_to(runnable, self, set())
+        if path is not None:
+            raise ConfigurationError(f"Network '{self.name}' cannot contain itself: "
+                                     f"{' -> '.join([self.name, *path])}")
+
     def validate(self) -> Network:
-        """Check the graph now (unknown dependencies, cycles); :meth:`arun` checks it too."""
+        """Check the graph now (unknown dependencies, cycles, a network nested in itself); :meth:`arun`
+        checks it too."""
         self.dependencies()
+        for task in self.tasks.values():
+            self._check_nesting(task.robot)
         return self
 
     def __enter__(self) -> Network:
@@ -378,15 +450,39 @@ class Network(Runnable):
         limits = [v for v in (self.config.max_concurrent_robots, self.concurrency) if type(v) is int and v > 0]
         return min(limits) if limits else None
 
-    async def arun(self, message: Any = None, **run_context: Any) -> FlowResult:
+    async def arun(
+        self,
+        message: Any = None,
+        *,
+        on_event: Callable[[Event], Any] | None = None,
+        on_content: Callable[[Any], Any] | None = None,
+        hooks: Any = None,
+        run_id: str | None = None,
+        **run_context: Any,
+    ) -> FlowResult:
         """Run the network and return the final :class:`~robotlab.task.FlowResult`.
 
         ``message`` and the keyword arguments are the run parameters every task sees
         (``result.context["run_params"]``); the value is the RobotResult of the last task to finish
         (of the last-declared one when several end the graph).
 
+        Args:
+            on_event: Receives every :class:`~robotlab.streaming.Event` of the run, with one ``run_id`` and
+                one ``seq``: ``run.started`` (``network``, ``message``); per task ``step.started``, the
+                robot's own events tagged with ``network``, ``task`` and ``robot`` (its ``stream.ended``
+                left out), then ``step.completed`` (``reply``) or ``step.failed`` (``error``,
+                ``error_type``); finally ``run.completed`` (``network``, ``reply``, ``tasks``) or
+                ``run.failed``, and ``stream.ended``.
+            on_content: Given to every robot's run: receives each :class:`~robotlab.streaming.Chunk` of
+                text (parallel tasks interleave; ``on_event``'s ``text.delta`` events say whose).
+            hooks: :class:`~robotlab.Hook` subclasses (one or a list) for this run only: they see its
+                ``network_run`` and ``task`` families (after the global and network registries) and are
+                passed to every robot's run.
+            run_id: The id carried by the events (random by default).
+
         Raises:
             ConfigurationError: the graph is invalid, has nothing to start, or routing named an unknown task.
+            TypeError: ``hooks`` holds something that is not a Hook subclass.
         """
         deps = self.dependencies()
         if not deps:
@@ -394,19 +490,71 @@ class Network(Runnable):
         if self.router is None and all(d is None for d in deps.values()):
             raise ConfigurationError(f"Network '{self.name}' has no task to start: every task is optional "
                                      "and there is no router")
+        self.validate()
+        handlers = normalize_hooks(hooks)
         params = dict(run_context)
         if message is not None:
             params["message"] = message
+        inherited = params.get("network_config")  # from the network this one is nested in
         params.update(network_memory=self.memory, network=self)
-        if not self.config.is_empty:
-            params["network_config"] = self.config
-        initial = FlowResult(params, context={"run_params": params})
-        return await run_hooked("network_run", _Run(self, initial, deps).execute, network=self, context=params,
-                                memory=self.memory, config=self.config)
+        config = inherited.merge(self.config) if isinstance(inherited, RunConfig) else self.config
+        if not config.is_empty:
+            params["network_config"] = config
+        if handlers:
+            params["hooks"] = handlers
+        if on_content is not None:
+            params["on_content"] = on_content
+        emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None
+        run = _Run(self, FlowResult(params, context={"run_params": params}), deps, emitter)
+
+        def execute() -> Any:
+            return run_hooked("network_run", run.execute, network=self, per_run_hooks=handlers, context=params,
+                              memory=self.memory, config=self.config)
+
+        if emitter is None:
+            return await execute()
+        emitter.emit(streaming.RUN_STARTED, network=self.name, message=None if message is None else str(message))
+        try:
+            result = await execute()
+        except BaseException as exc:
+            emitter.emit(streaming.RUN_FAILED, network=self.name, error=str(exc), error_type=type(exc).__name__)
+            emitter.emit(streaming.STREAM_ENDED)
+            raise
+        emitter.emit(streaming.RUN_COMPLETED, network=self.name, reply=_reply(result.value),
+                     tasks=list(run.results))
+        emitter.emit(streaming.STREAM_ENDED)
+        return result
 
     def run(self, message: Any = None, **run_context: Any) -> FlowResult:
         """Synchronous :meth:`arun` (on RobotLab's background event loop)."""
         return run_sync(self.arun(message, **run_context))
+
+    async def call(self, result: FlowResult) -> FlowResult:
+        """The network as one step of another network (``outer.task("research", inner_network)``).
+
+        Like :meth:`Robot.call <robotlab.robot.Robot.call>`: the message is the result's value (the upstream
+        reply) or the run's message, and the other run parameters (``on_event``, ``hooks``, the outer
+        task's ``tools``/``mcp``/``memory``/``config`` included) become this network's run parameters. It
+        runs with its own memory, with its ``config`` merged over the outer one. Returns
+        ``result.with_context(self.name, inner_result).continue_(inner_result.value)`` with the inner
+        run's errors added: keyed by the NETWORK's name, the inner FlowResult, whose value (its final
+        RobotResult) the next task receives. An exception becomes the error result
+        ``"Error: <ClassName>: <message>"`` (also in ``errors[name]``), as for a robot; the outer network
+        goes on. An inner halt stops the inner network only.
+        """
+        message, options = extract_run_context(result)
+        options.pop("task", None)  # the outer task: the inner tasks set their own
+        try:
+            inner = await self.arun(message, **options)
+        except Exception as exc:
+            failed = error_result(self.name, exc)
+            inner = FlowResult(failed, context={"run_params": result.context.get("run_params") or {}},
+                               errors={self.name: [str(failed.reply)]})
+        step = result.with_context(self.name, inner).continue_(inner.value)
+        for key, messages in inner.errors.items():
+            for text in messages:
+                step = step.with_error(key, text)
+        return step
 
     # -- memory and broadcasts -----------------------------------------------------------
     def reset_memory(self) -> Network:
@@ -468,8 +616,12 @@ class Network(Runnable):
     # -- robots --------------------------------------------------------------------------
     @property
     def crew(self) -> list[Any]:
-        """The robots, in task order (robots added with :meth:`add_robot` last)."""
-        return list(self.robots.values())
+        """The robots, in task order (robots added with :meth:`add_robot` last); a nested network
+        contributes its own crew in its place."""
+        crew: list[Any] = []
+        for runnable in self.robots.values():
+            crew.extend(runnable.crew if isinstance(runnable, Network) else [runnable])
+        return crew
 
     @property
     def is_network(self) -> bool:

@@ -613,7 +613,8 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
         if emitter is not None:
             emitter.emit(streaming.RUN_STARTED, robot=self.name, message=text)
         try:
-            result = await self._generate(state, run_context)
+            with streaming.emitting(emitter):  # tools (AskUser's channel) add events to this run's stream
+                result = await self._generate(state, run_context)
         except BaseException as exc:
             if emitter is not None:
                 emitter.emit(streaming.RUN_FAILED, robot=self.name, error=str(exc), error_type=type(exc).__name__)

@@ -7,12 +7,17 @@ payload. ``event.to_dict()`` is the JSON that crosses process boundaries and web
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
+import functools
 import itertools
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "ALL_EVENTS",
@@ -22,9 +27,12 @@ __all__ = [
     "Event",
     "EventEmitter",
     "SequenceCounter",
+    "current_emitter",
+    "emitting",
     "is_delta",
     "is_lifecycle",
     "is_valid",
+    "run_publisher",
 ]
 
 RUN_STARTED = "run.started"
@@ -36,6 +44,9 @@ TOOL_CALL_COMPLETED = "tool_call.completed"
 USAGE_UPDATED = "usage.updated"
 HITL_REQUESTED = "hitl.requested"
 HITL_RESOLVED = "hitl.resolved"
+STEP_STARTED = "step.started"
+STEP_COMPLETED = "step.completed"
+STEP_FAILED = "step.failed"
 STREAM_ENDED = "stream.ended"
 
 #: Lifecycle events (RobotLab ``LIFECYCLE_EVENTS`` plus the tool-call pair this port emits).
@@ -44,9 +55,9 @@ LIFECYCLE_EVENTS: tuple[str, ...] = (
     RUN_COMPLETED,
     RUN_FAILED,
     "run.interrupted",
-    "step.started",
-    "step.completed",
-    "step.failed",
+    STEP_STARTED,
+    STEP_COMPLETED,
+    STEP_FAILED,
     "part.created",
     "part.completed",
     "part.failed",
@@ -153,3 +164,60 @@ class EventEmitter:
         event = Event(kind=kind, run_id=self.run_id, seq=self.counter.next(), ts=time.time(), data=data)
         self.sink(event)
         return event
+
+
+class _RunStream(NamedTuple):
+    emitter: EventEmitter
+    loop: asyncio.AbstractEventLoop | None
+    thread: int
+
+
+_current: contextvars.ContextVar[_RunStream | None] = contextvars.ContextVar("robotlab_run_stream", default=None)
+
+
+@contextlib.contextmanager
+def emitting(emitter: EventEmitter | None) -> Iterator[None]:
+    """Make ``emitter`` the event stream of the run in progress for the block and the tasks it starts.
+
+    ``Robot.arun`` sets it around the model conversation, so code running inside (a tool such as
+    :class:`~robotlab.tools.AskUser` and its channel) can add events to the run's ``on_event`` stream.
+    ``None`` (a run nobody listens to) hides an outer run's stream.
+    """
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    token = _current.set(None if emitter is None else _RunStream(emitter, loop, threading.get_ident()))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def current_emitter() -> EventEmitter | None:
+    """The emitter set by the innermost :func:`emitting`, else ``None``."""
+    stream = _current.get()
+    return None if stream is None else stream.emitter
+
+
+def run_publisher() -> Callable[[str, dict[str, Any]], None] | None:
+    """A ``publish(kind, payload)`` that adds an event to the current run's stream, or ``None`` outside one.
+
+    It may be called from any thread: off the run's own thread the event is handed to the run's event
+    loop (``call_soon_threadsafe``), so the run's ``on_event`` callback always runs where the run does.
+    """
+    stream = _current.get()
+    if stream is None:
+        return None
+    emitter, loop, owner = stream
+
+    def publish(kind: str, payload: dict[str, Any]) -> None:
+        if loop is None or threading.get_ident() == owner:
+            emitter.emit(kind, **payload)
+            return
+        try:
+            loop.call_soon_threadsafe(functools.partial(emitter.emit, kind, **payload))
+        except RuntimeError:  # the loop is closed: the run is over
+            pass
+
+    return publish

@@ -33,11 +33,13 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN_OPTIONS", "FlowResult", "Task", "deep_merge", "extract_run_context", "run_robot_step"]
 
-#: Run parameters that are options of ``Robot.arun`` rather than template parameters.
-RUN_OPTIONS: tuple[str, ...] = ("mcp", "tools", "memory", "network_memory", "network_config", "network", "task")
+#: Run parameters that are options of ``Robot.arun`` rather than template parameters. A network puts
+#: ``on_event``, ``on_content`` and ``hooks`` there when its run was given them, so every robot's run gets them.
+RUN_OPTIONS: tuple[str, ...] = ("mcp", "tools", "memory", "network_memory", "network_config", "network", "task",
+                                "on_event", "on_content", "hooks")
 
 #: Other ``Robot.arun`` keywords: never taken from run parameters, so never template parameters either.
-_CALL_ONLY = ("on_content", "on_event", "run_id", "hooks")
+_CALL_ONLY = ("run_id",)
 
 
 class FlowResult:
@@ -107,8 +109,15 @@ class FlowResult:
 
     @property
     def replies(self) -> dict[str, Any]:
-        """The reply of every robot that ran so far, by robot name (from :attr:`context`)."""
-        return {k: v.reply for k, v in self.context.items() if isinstance(v, RobotResult)}
+        """The reply of every robot that ran so far, by robot name (from :attr:`context`); a nested
+        network's entry gives its final reply."""
+        replies = {}
+        for key, value in self.context.items():
+            if isinstance(value, FlowResult):
+                value = value.value
+            if isinstance(value, RobotResult):
+                replies[key] = value.reply
+        return replies
 
     def __repr__(self) -> str:
         keys = [k for k in self.context if k != "run_params"]
@@ -180,15 +189,16 @@ async def run_robot_step(robot: Robot, result: FlowResult) -> FlowResult:
 
 
 async def run_hooked(family: str, fn: Callable[[], Awaitable[FlowResult]], *, network: Any,
-                     **fields: Any) -> FlowResult:
+                     per_run_hooks: Any = None, **fields: Any) -> FlowResult:
     """Run ``fn`` inside the hook family ``family`` (``"network_run"`` or ``"task"``).
 
     The registries are the global one and the network's: a robot's own hooks never see these families.
+    ``per_run_hooks`` are the hooks given to this network run (``network.run(..., hooks=...)``), after them.
     """
     context_class = hooks.NetworkRunHookContext if family == "network_run" else hooks.TaskHookContext
     context = context_class(network=network, **fields)
     registries = (hooks.get_hooks(), getattr(network, "hooks", None))
-    result: FlowResult = await hooks.run(family, context, fn, registries=registries)
+    result: FlowResult = await hooks.run(family, context, fn, registries=registries, per_run_hooks=per_run_hooks)
     return result
 
 
@@ -234,15 +244,17 @@ class Task:
         self.network = network
 
     async def call(self, result: FlowResult) -> FlowResult:
-        """Run the robot on ``result`` with this task's settings, inside the ``task`` hooks."""
+        """Run the robot on ``result`` with this task's settings, inside the ``task`` hooks (and the run's
+        per-run ``hooks``, from the run parameters)."""
 
         async def step() -> FlowResult:
             answer = self.robot.call(self.enhanced_result(result))
             return await answer if inspect.isawaitable(answer) else answer
 
         memory = self.memory if self.memory is not None else getattr(self.network, "memory", None)
-        return await run_hooked("task", step, network=self.network, task=self, robot=self.robot, memory=memory,
-                                config=self.config)
+        per_run = (result.context.get("run_params") or {}).get("hooks")
+        return await run_hooked("task", step, network=self.network, per_run_hooks=per_run, task=self,
+                                robot=self.robot, memory=memory, config=self.config)
 
     def enhanced_result(self, result: FlowResult) -> FlowResult:
         """``result`` with this task's context, tools, MCP, memory, config and itself in the run parameters."""

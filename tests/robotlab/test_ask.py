@@ -262,3 +262,66 @@ async def test_ask_user_timeout_reaches_the_model_as_the_tool_error() -> None:
     assert llm.requests[1].messages[-1]["content"] == (
         "Error (robot_lab--ask_user): No answer to 'Which plan?' after 0.05 seconds"
     )
+
+
+async def test_ask_user_sends_hitl_events_into_the_runs_stream() -> None:
+    llm = FakeLLM([tool_call("robot_lab--ask_user", question="Which plan?", choices=["Basic", "Pro"]),
+                   text("You chose Pro.")])
+    robot = robotlab.build(name="support", llm=llm, local_tools=[AskUser])
+    published = _Published()
+    channel = QueueChannel(published, timeout=5)
+    robot.ask_channel = channel  # type: ignore[attr-defined]
+    events: list[Any] = []
+    answerers: list[threading.Thread] = []
+    loop_thread = threading.get_ident()
+
+    def on_event(event: Any) -> None:  # a page following the run answers what it sees, from another thread
+        assert threading.get_ident() == loop_thread  # every event is sent on the run's own loop
+        events.append(event)
+        if event.kind == "hitl.requested":
+            answerers.append(threading.Thread(target=channel.answer, args=(event.data["request_id"], "2")))
+            answerers[-1].start()
+
+    result = await robot.arun("Upgrade me", on_event=on_event, run_id="run-7")
+    answerers[0].join(5)  # publish("hitl.resolved") runs on the answering thread
+    assert result.reply == "You chose Pro."
+    kinds = [e.kind for e in events]
+    start = kinds.index("tool_call.started")
+    assert kinds[start:start + 4] == ["tool_call.started", "hitl.requested", "hitl.resolved", "tool_call.completed"]
+    requested, resolved = events[start + 1], events[start + 2]
+    request_id = published.request_id()
+    assert requested.data == {"request_id": request_id, "question": "Which plan?", "choices": ["Basic", "Pro"],
+                              "default": None, "robot": "support"}
+    assert resolved.data == {"request_id": request_id, "answer": "Pro", "status": "answered"}
+    assert {e.run_id for e in events} == {"run-7"} and [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert [kind for kind, _ in published.events] == ["hitl.requested", "hitl.resolved"]  # publish still gets both
+
+
+async def test_hitl_events_of_a_timed_out_or_failed_question_close_in_the_stream() -> None:
+    events: list[Any] = []
+    llm = FakeLLM([tool_call("robot_lab--ask_user", question="Which plan?"), text("No answer.")])
+    robot = robotlab.build(name="support", llm=llm, local_tools=[AskUser])
+    robot.ask_channel = QueueChannel(timeout=0.01)  # type: ignore[attr-defined]
+    await robot.arun("Upgrade me", on_event=events.append)
+    hitl = [(e.kind, e.data.get("status")) for e in events if e.kind.startswith("hitl.")]
+    assert hitl == [("hitl.requested", None), ("hitl.resolved", "timed_out")]
+
+    def broken(kind: str, payload: dict[str, Any]) -> None:
+        raise RuntimeError("channel layer down")
+
+    events.clear()
+    robot.ask_channel = QueueChannel(broken)  # type: ignore[attr-defined]
+    llm.push(tool_call("robot_lab--ask_user", question="Which plan?"), text("Could not ask."))
+    await robot.arun("Again", on_event=events.append)
+    assert not [e for e in events if e.kind.startswith("hitl.")]  # never asked, so nothing to resolve
+    completed = next(e for e in events if e.kind == "tool_call.completed")
+    assert completed.data["is_error"] and "channel layer down" in completed.data["result"]
+
+
+async def test_a_question_outside_a_listened_run_reaches_only_publish() -> None:
+    published = _Published()
+    channel = QueueChannel(published, timeout=5)
+    channel.publish = lambda kind, data: (published(kind, data), kind == "hitl.requested"
+                                          and channel.answer(data["request_id"], "ok"))
+    assert await channel.aask("Fine?") == "ok"
+    assert [kind for kind, _ in published.events] == ["hitl.requested", "hitl.resolved"]

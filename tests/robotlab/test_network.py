@@ -1,24 +1,28 @@
-"""Networks: DAG scheduling, routing, shared memory, results, validation and introspection."""
+"""Networks: DAG scheduling, routing, shared memory, results, validation, introspection, per-run events and hooks,
+and nested networks."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
 
 from robotlab import hooks
+from robotlab.ask import QueueChannel
 from robotlab.errors import ConfigurationError, InferenceError
 from robotlab.llm import LLM, LLMClient, LLMRequest, LLMResponse
 from robotlab.memory import Memory
 from robotlab.network import BROADCAST_KEY, Network, create_network
 from robotlab.robot import Robot, build
 from robotlab.run_config import RunConfig
-from robotlab.task import FlowResult
+from robotlab.streaming import Chunk, Event
+from robotlab.task import FlowResult, Task
 from robotlab.testing.fake import FakeLLM, FunctionLLM, raise_, tool_call
 from robotlab.testing.server import FakeLLMServer, call, reply
-from robotlab.tools import Tool
+from robotlab.tools import AskUser, Tool
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -523,3 +527,246 @@ def test_builder_and_context_manager_forms() -> None:
         network.task("a", robot("a"))
     assert network.run("hi").value.reply == "ok"
     assert repr(network) == "<Network 'ctx' tasks=['a']>"
+
+
+# -- per-run on_event, on_content and hooks ----------------------------------------------------------
+def summarize(events: list[Event]) -> list[tuple[str, str | None]]:
+    return [(e.kind, e.data.get("task")) for e in events]
+
+
+def test_on_event_streams_the_network_and_every_robot_with_one_run_id_and_seq() -> None:
+    events: list[Event] = []
+    network = create_network(name="pipe")
+    network.task("draft", build(name="writer", llm=FakeLLM(default="A draft.")))
+    network.task("review", build(name="editor", llm=FakeLLM(default="Reviewed.")), depends_on="draft")
+    result = network.run("Write it", on_event=events.append, run_id="net-1")
+    assert result.value.reply == "Reviewed."
+    assert {e.run_id for e in events} == {"net-1"} and [e.seq for e in events] == list(range(1, len(events) + 1))
+    robot_kinds = ["run.started", "text.delta", "usage.updated", "run.completed"]
+    assert [(k, t) for k, t in summarize(events) if k != "text.delta"] == [
+        ("run.started", None),
+        ("step.started", "draft"), *[(k, "draft") for k in robot_kinds if k != "text.delta"],
+        ("step.completed", "draft"),
+        ("step.started", "review"), *[(k, "review") for k in robot_kinds if k != "text.delta"],
+        ("step.completed", "review"),
+        ("run.completed", None), ("stream.ended", None),
+    ]
+    first, last = events[0], events[-2]
+    assert first.data == {"network": "pipe", "message": "Write it"}
+    assert last.data == {"network": "pipe", "reply": "Reviewed.", "tasks": ["draft", "review"]}
+    deltas = [e for e in events if e.kind == "text.delta"]
+    assert "".join(e.data["text"] for e in deltas if e.data["task"] == "draft") == "A draft."
+    assert all(e.data["robot"] == "writer" and e.data["network"] == "pipe" for e in deltas if e.data["task"] == "draft")
+    step = next(e for e in events if e.kind == "step.completed")
+    assert step.data == {"network": "pipe", "task": "draft", "robot": "writer", "reply": "A draft."}
+    assert [e.kind for e in events].count("stream.ended") == 1  # the robots' own are left out
+    assert network.run("again").value.reply == "Reviewed."  # no listener: nothing is sent, nothing breaks
+
+
+async def test_on_event_marks_parallel_tasks_and_failures() -> None:
+    events: list[Event] = []
+    network = create_network(name="fan")
+    network.task("ok", build(name="ok", llm=FakeLLM(["fine"])))
+    network.task("broken", build(name="broken", llm=FakeLLM([raise_(InferenceError("provider down"))])))
+    network.task("after", build(name="after", llm=FakeLLM(["recovered"])), depends_on=["ok", "broken"])
+    await network.arun("go", on_event=events.append)
+    failed = next(e for e in events if e.kind == "run.failed")
+    assert failed.data["task"] == "broken" and failed.data["error_type"] == "InferenceError"
+    completed = next(e for e in events if e.kind == "step.completed" and e.data["task"] == "broken")
+    assert completed.data["reply"] == "Error: InferenceError: provider down"  # the network goes on
+    assert events[-2].kind == "run.completed" and events[-2].data["reply"] == "recovered"
+
+    class Explodes(Robot):
+        async def call(self, result: FlowResult) -> FlowResult:
+            raise RuntimeError("step broke")
+
+    events.clear()
+    broken = create_network(name="b").task("x", Explodes(name="x", llm=FakeLLM()))
+    with pytest.raises(RuntimeError, match="step broke"):
+        await broken.arun("go", on_event=events.append)
+    assert [e.kind for e in events] == ["run.started", "step.started", "step.failed", "run.failed", "stream.ended"]
+    assert events[2].data == {"network": "b", "task": "x", "robot": "x", "error": "step broke",
+                              "error_type": "RuntimeError"}
+    assert events[3].data == {"network": "b", "error": "step broke", "error_type": "RuntimeError"}
+
+
+def test_on_content_reaches_every_robot_of_the_run() -> None:
+    chunks: list[Chunk] = []
+    network = create_network(name="pipe")
+    network.task("a", build(name="a", llm=FakeLLM(["one"]))).task("b", build(name="b", llm=FakeLLM(["two"])),
+                                                                  depends_on="a")
+    network.run("go", on_content=chunks.append)
+    assert "".join(c.content for c in chunks) == "onetwo"
+
+
+def test_per_run_hooks_see_the_network_run_each_task_and_each_robot_run() -> None:
+    seen: list[str] = []
+
+    class PerRun(hooks.Hook):
+        @classmethod
+        def before_network_run(cls, ctx: Any) -> None:
+            seen.append(f"network {ctx.network.name}")
+
+        @classmethod
+        def before_task(cls, ctx: Any) -> None:
+            seen.append(f"task {ctx.task_name}")
+
+        @classmethod
+        def before_run(cls, ctx: Any) -> None:
+            seen.append(f"run {ctx.robot.name}")
+
+        @classmethod
+        def after_network_run(cls, ctx: Any) -> None:
+            seen.append(f"done {ctx.result.value.reply}")
+
+    class Registered(hooks.Hook):
+        @classmethod
+        def before_task(cls, ctx: Any) -> None:
+            seen.append(f"registered {ctx.task_name}")
+
+    network = create_network(name="traced")
+    network.on(Registered)
+    network.task("a", build(name="a_bot", llm=FakeLLM(default="A")))
+    network.task("b", build(name="b_bot", llm=FakeLLM(default="B")), depends_on="a")
+    network.run("hi", hooks=PerRun)
+    assert seen == ["network traced", "registered a", "task a", "run a_bot", "registered b", "task b", "run b_bot",
+                    "done B"]  # per-run hooks after the registries
+    seen.clear()
+    network.run("hi")
+    assert seen == ["registered a", "registered b"]  # only for the run they were given to
+    with pytest.raises(TypeError, match="must be a robotlab.Hook subclass"):
+        network.run("hi", hooks=[object])
+
+
+# -- hitl.* events from a robot inside a network ---------------------------------------------------
+def test_ask_user_inside_a_network_reaches_the_network_stream() -> None:
+    channel = QueueChannel(timeout=5)
+    llm = FakeLLM([tool_call("robot_lab--ask_user", question="Which plan?", choices=["Basic", "Pro"]),
+                   "Upgrading you to Pro."])
+    concierge = build(name="concierge", llm=llm, local_tools=[AskUser])
+    concierge.ask_channel = channel
+    network = create_network(name="signup")
+    network.task("triage", build(name="triage", llm=FakeLLM(["needs a plan"])))
+    network.task("ask", concierge, depends_on="triage")
+    events: list[Event] = []
+
+    def on_event(event: Event) -> None:  # a page answers the question it sees, from another thread
+        events.append(event)
+        if event.kind == "hitl.requested":
+            threading.Thread(target=channel.answer, args=(event.data["request_id"], "2")).start()
+
+    result = network.run("Sign me up", on_event=on_event)
+    assert result.value.reply == "Upgrading you to Pro."
+    hitl = [e for e in events if e.kind.startswith("hitl.")]
+    assert [e.kind for e in hitl] == ["hitl.requested", "hitl.resolved"]
+    assert all(e.data["task"] == "ask" and e.data["network"] == "signup" for e in hitl)
+    assert hitl[0].data["question"] == "Which plan?" and hitl[0].data["robot"] == "concierge"
+    assert hitl[1].data["answer"] == "Pro" and hitl[1].data["request_id"] == hitl[0].data["request_id"]
+    kinds = [e.kind for e in events if e.data.get("task") == "ask"]
+    assert kinds.index("tool_call.started") < kinds.index("hitl.requested") < kinds.index("hitl.resolved") \
+        < kinds.index("tool_call.completed")
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+# -- nested networks --------------------------------------------------------------------------------
+def research_network(**options: Any) -> Network:
+    inner = create_network(name="research", **options)
+    inner.task("search", build(name="searcher", llm=FakeLLM(default="three sources"),
+                               local_tools=[RememberCategory]))
+    inner.task("digest", build(name="digester", llm=FakeLLM(default="the digest")), depends_on="search")
+    return inner
+
+
+def test_a_nested_network_runs_as_one_step_keyed_by_its_name() -> None:
+    inner = research_network()
+    writer = build(name="writer", llm=FakeLLM(default="the article"))
+    outer = create_network(name="newsroom")
+    outer.task("plan", build(name="planner", llm=FakeLLM(default="research solar"))).task(
+        "research", inner, depends_on="plan").task("write", writer, depends_on="research")
+    result = outer.run("Write about solar")
+    assert list(result.context) == ["run_params", "planner", "research", "writer"]  # by the NETWORK's name
+    nested = result.context["research"]
+    assert isinstance(nested, FlowResult) and list(nested.context) == ["run_params", "searcher", "digester"]
+    assert nested.context["run_params"]["network"] is inner and "task" not in nested.context["run_params"]
+    assert inner.robots["search"].messages[0]["content"] == "research solar"  # the upstream reply
+    assert writer.messages[0]["content"] == "the digest"  # the inner network's final reply
+    assert result.replies == {"planner": "research solar", "research": "the digest", "writer": "the article"}
+    assert result.value.reply == "the article"
+
+
+async def test_a_nested_network_keeps_its_own_memory_unless_its_task_shares_one() -> None:
+    inner = research_network()
+    inner.robots["search"].llm.push(tool_call("remember_category", category="solar"), "found")  # type: ignore[attr-defined]
+    outer = create_network(name="newsroom").task("research", inner)
+    await outer.arun("go")
+    assert inner.memory.get("category") == "solar" and outer.memory.get("category") is None
+    shared = research_network()
+    shared.robots["search"].llm.push(tool_call("remember_category", category="wind"), "found")  # type: ignore[attr-defined]
+    outer = create_network(name="newsroom")
+    outer.task("research", shared, memory=outer.memory)  # every robot inside uses the outer memory
+    await outer.arun("go")
+    assert outer.memory.get("category") == "wind" and shared.memory.get("category") is None
+
+
+def test_a_nested_network_streams_into_the_outer_run_and_gets_its_hooks() -> None:
+    seen: list[str] = []
+
+    class PerRun(hooks.Hook):
+        @classmethod
+        def before_network_run(cls, ctx: Any) -> None:
+            seen.append(ctx.network.name)
+
+    events: list[Event] = []
+    outer = create_network(name="newsroom").task("research", research_network())
+    outer.task("write", build(name="writer", llm=FakeLLM(default="done")), depends_on="research")
+    outer.run("go", on_event=events.append, hooks=[PerRun], run_id="r")
+    assert seen == ["newsroom", "research"]
+    assert {e.run_id for e in events} == {"r"} and [e.seq for e in events] == list(range(1, len(events) + 1))
+    steps = [(e.kind, e.data["network"], e.data["task"]) for e in events if e.kind.startswith("step.")]
+    assert steps == [("step.started", "newsroom", "research"),
+                     ("step.started", "research", "search"), ("step.completed", "research", "search"),
+                     ("step.started", "research", "digest"), ("step.completed", "research", "digest"),
+                     ("step.completed", "newsroom", "research"),
+                     ("step.started", "newsroom", "write"), ("step.completed", "newsroom", "write")]
+    inner_run = [e for e in events if e.kind == "run.completed" and e.data.get("network") == "research"
+                 and "tasks" in e.data]
+    assert inner_run[0].data["task"] == "research" and inner_run[0].data["tasks"] == ["search", "digest"]
+    assert [e.kind for e in events].count("stream.ended") == 1 and events[-1].kind == "stream.ended"
+
+
+def test_a_failing_nested_network_becomes_an_error_result() -> None:
+    inner = create_network(name="inner", router=lambda result: "ghost")
+    inner.task("only", build(name="only", llm=FakeLLM(default="x")))
+    after = build(name="after", llm=FakeLLM(default="carried on"))
+    outer = create_network(name="outer").task("inner", inner).task("after", after, depends_on="inner")
+    result = outer.run("go")
+    message = "Error: ConfigurationError: The router activated unknown task 'ghost' in network 'inner' (tasks: only)"
+    assert result.context["inner"].value.reply == message and result.errors == {"inner": [message]}
+    assert after.messages[0]["content"] == message and result.value.reply == "carried on"
+
+
+def test_a_network_cannot_contain_itself() -> None:
+    a = create_network(name="a").task("x", robot("x"))
+    with pytest.raises(ConfigurationError, match=r"Network 'a' cannot contain itself: a -> a"):
+        a.task("self", a)
+    b = create_network(name="b").task("a", a)
+    c = create_network(name="c").task("b", b)
+    with pytest.raises(ConfigurationError, match=r"Network 'a' cannot contain itself: a -> c -> b -> a"):
+        a.task("c", c)
+    assert list(a.tasks) == ["x"]  # nothing was added
+    a.tasks["sneaky"] = Task(name="sneaky", robot=c, network=a)  # behind task()'s back
+    with pytest.raises(ConfigurationError, match="cannot contain itself: a -> c -> b -> a"):
+        a.run("go")
+
+
+def test_runnable_api_of_nested_networks() -> None:
+    inner = research_network()
+    outer = create_network(name="newsroom").task("plan", robot("planner")).task("research", inner)
+    assert [r.name for r in outer.crew] == ["planner", "searcher", "digester"]  # the inner crew in its place
+    assert outer.robot_count == 3 and outer.chief is outer.robots["plan"]
+    assert outer.is_network and not outer.is_single
+    assert outer["research"] is inner and list(outer.robots) == ["plan", "research"]
+    assert outer.to_dict()["tasks"] == ["plan", "research"]
+    assert '    research["research"]' in outer.to_mermaid()
+    leading = create_network(name="lead").task("research", research_network())
+    assert leading.chief.name == "searcher"  # the first robot doing the work

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import threading
 
 from robotlab.streaming import (
@@ -7,9 +8,12 @@ from robotlab.streaming import (
     Event,
     EventEmitter,
     SequenceCounter,
+    current_emitter,
+    emitting,
     is_delta,
     is_lifecycle,
     is_valid,
+    run_publisher,
 )
 
 
@@ -42,3 +46,26 @@ def test_emitter_numbers_events_and_to_dict_flattens() -> None:
     emitter.emit("text.delta", text="hi")
     assert [e.seq for e in seen] == [1, 2]
     assert seen[1].to_dict() == {"kind": "text.delta", "run_id": "r1", "seq": 2, "ts": seen[1].ts, "text": "hi"}
+
+
+async def test_run_publisher_adds_events_to_the_current_run_from_any_thread() -> None:
+    assert run_publisher() is None and current_emitter() is None
+    seen: list[tuple[str, int]] = []
+    emitter = EventEmitter(lambda e: seen.append((e.kind, threading.get_ident())), run_id="r1")
+    with emitting(emitter):
+        assert current_emitter() is emitter
+        publish = run_publisher()
+        assert publish is not None
+        publish("hitl.requested", {"request_id": "q1"})
+        arrived = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        thread = threading.Thread(target=lambda: (publish("hitl.resolved", {"request_id": "q1"}),
+                                                  loop.call_soon_threadsafe(arrived.set)))
+        thread.start()
+        await asyncio.wait_for(arrived.wait(), timeout=5)
+        thread.join(5)
+        with emitting(None):  # a run nobody listens to hides the outer stream
+            assert run_publisher() is None
+    assert run_publisher() is None
+    here = threading.get_ident()
+    assert seen == [("hitl.requested", here), ("hitl.resolved", here)]  # both on the run's own thread

@@ -127,6 +127,26 @@ async def test_task_hooks_use_global_and_network_registries_never_the_robots() -
     assert seen == ["GlobalRecorder:step:bot", "NetworkRecorder:step:bot"]
 
 
+async def test_task_per_run_hooks_come_from_the_run_params_and_reach_the_robot_run() -> None:
+    seen: list[str] = []
+
+    class PerRun(hooks.Hook):
+        @classmethod
+        def before_task(cls, ctx: Any) -> None:
+            seen.append(f"task {ctx.task_name}")
+
+        @classmethod
+        def before_run(cls, ctx: Any) -> None:
+            seen.append(f"run {ctx.robot.name}")
+
+    robot = build(name="bot", llm=FakeLLM(["ok", "ok"]))
+    params = {"message": "go", "hooks": (PerRun,)}
+    await Task(name="step", robot=robot).call(FlowResult(params, context={"run_params": params}))
+    assert seen == ["task step", "run bot"]
+    await Task(name="step", robot=robot).call(FlowResult(None, context={"run_params": {"message": "go"}}))
+    assert seen == ["task step", "run bot"]  # per-run: not there for the next run
+
+
 # -- FlowResult -------------------------------------------------------------------------------
 def test_flow_result_methods_return_new_results() -> None:
     start = FlowResult("v", context={"run_params": {}})
@@ -145,6 +165,8 @@ def test_flow_result_methods_return_new_results() -> None:
 def test_flow_result_replies_by_robot_name() -> None:
     result = FlowResult(None, context={"run_params": {"message": "m"}, "a": reply("a", "one"), "b": reply("b", "two")})
     assert result.replies == {"a": "one", "b": "two"}
+    nested = FlowResult(None, context={"inner": result.continue_(reply("b", "final")), "c": "not a result"})
+    assert nested.replies == {"inner": "final"}  # a nested network's entry gives its final reply
 
 
 # -- extract_run_context (section 2.7) ----------------------------------------------------------
@@ -185,11 +207,20 @@ async def test_robot_call_turns_any_exception_into_an_error_result() -> None:
     assert (await robot.call(incoming)).value.reply == "Error: KeyError: 'k'"
 
 
-async def test_robot_call_passes_run_params_as_template_parameters_only_with_a_template(tmp_path: Path) -> None:
+async def test_robot_call_passes_run_options_to_the_run_and_nothing_else_without_a_template() -> None:
+    chunks: list[Any] = []
+    events: list[Any] = []
     plain = build(name="plain", llm=FakeLLM(["ok"]))
-    params = {"message": "hi", "customer": "Ada", "on_content": "not an option"}
+    params = {"message": "hi", "customer": "Ada", "run_id": "not an option", "on_content": chunks.append,
+              "on_event": events.append}
     result = await plain.call(FlowResult(params, context={"run_params": params}))
     assert result.value.reply == "ok"  # extra params are not an error without a template
+    assert "".join(c.content for c in chunks) == "ok"
+    assert events[0].kind == "run.started" and events[0].run_id != "not an option"
+
+
+async def test_robot_call_passes_run_params_as_template_parameters_only_with_a_template(tmp_path: Path) -> None:
+    params = {"message": "hi", "customer": "Ada", "run_id": "not a template parameter"}
     (tmp_path / "greeter.md").write_text("---\nparameters:\n  customer: null\n---\nGreet {{ customer }}.\n")
     configure(template_path=str(tmp_path))
     try:
