@@ -158,6 +158,8 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
         self.agent_skills: list[AgentSkill] = []  # pending AgentSkills, matched to each run's message
         self._skill_catalog: AgentSkillCatalog | None = None
         self._skill_templates: list[Template] | None = None  # template skills, expanded depth first
+        self._skill_runs = 0  # runs in progress with AgentSkills injected, and the instructions before them
+        self._skill_base: str | None = None
         self._template_pending = False
         self.mcp_discovery = mcp_discovery
         self.bus = bus
@@ -328,9 +330,12 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
         if extras.get("description") and self.description is None:
             self.description = extras["description"]
 
-    async def _inject_agent_skills(self, message: Any) -> tuple[str | None, list[Tool]] | None:
+    async def _inject_agent_skills(self, message: Any) -> list[Tool] | None:
         """Match the pending AgentSkills to ``message``; prepend the matches' instructions and add their
-        script tools. Returns what :meth:`_restore_agent_skills` needs, or ``None`` when nothing matched."""
+        script tools. Returns the tools added (for :meth:`_restore_agent_skills`), ``None`` when nothing matched.
+
+        Overlapping runs of one robot all restore the instructions from before the first of them.
+        """
         if not self.agent_skills or self._skill_catalog is None:
             return None
         try:
@@ -342,18 +347,25 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
             return None
         if not matched:
             return None
-        saved = self._instructions
+        if self._skill_runs == 0:
+            self._skill_base = self._instructions
+        self._skill_runs += 1
         skill_text = "\n\n".join(skill.instructions for skill in matched)
-        self._instructions = "\n\n".join(part for part in (skill_text, saved or "") if part) or None
+        self._instructions = "\n\n".join(part for part in (skill_text, self._skill_base or "") if part) or None
         added: list[Tool] = [tool for skill in matched for tool in skill.script_tools]
         self.local_tools.extend(added)
-        return saved, added
+        return added
 
-    def _restore_agent_skills(self, injected: tuple[str | None, list[Tool]] | None) -> None:
-        if injected is None:
+    def _restore_agent_skills(self, added: list[Tool] | None) -> None:
+        if added is None:
             return
-        self._instructions, added = injected
-        self.local_tools[:] = [t for t in self.local_tools if not any(t is a for a in added)]
+        for tool in added:  # one occurrence each: an overlapping run may have added the same tool
+            index = next((i for i, t in enumerate(self.local_tools) if t is tool), None)
+            if index is not None:
+                del self.local_tools[index]
+        self._skill_runs -= 1
+        if self._skill_runs == 0:
+            self._instructions = self._skill_base
 
     @property
     def model(self) -> str | None:

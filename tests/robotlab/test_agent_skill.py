@@ -337,3 +337,35 @@ def test_a_hanging_skill_script_times_out_and_the_run_goes_on(tmp_path: Path) ->
     robot = build(skills=["check_style"], llm=llm)
     assert robot.run(RELATED).reply == "The linter hung."
     assert llm.requests[1].messages[-1]["content"] == "Error (timed out):\nchecking\n\n[killed: exceeded 1s]"
+
+
+async def test_overlapping_runs_restore_the_instructions_from_before_both(skills: Path) -> None:
+    import asyncio
+
+    from robotlab.llm import LLMRequest, LLMResponse
+
+    release = asyncio.Event()
+    waiting: list[LLMRequest] = []
+
+    class GatedLLM(FakeLLM):
+        async def complete(self, request: LLMRequest, *, on_text: object = None) -> LLMResponse:
+            waiting.append(request)
+            await release.wait()
+            return await super().complete(request)
+
+    llm = GatedLLM(default="done")
+    robot = build(system_prompt="Base.", skills=["check_style"], llm=llm)
+    first = asyncio.ensure_future(robot.arun(RELATED))
+    second = asyncio.ensure_future(robot.arun(RELATED))
+
+    async def both_waiting() -> None:
+        while len(waiting) < 2:
+            await asyncio.sleep(0)
+
+    await asyncio.wait_for(both_waiting(), timeout=10)
+    assert [t.name for t in robot.local_tools] == ["lint", "lint"]
+    release.set()
+    await asyncio.wait_for(asyncio.gather(first, second), timeout=10)
+    assert all(r.messages[0]["content"].endswith("fixed code.\n\nBase.") for r in waiting)
+    assert robot.instructions == "Base."
+    assert robot.local_tools == []
