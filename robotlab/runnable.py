@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import queue
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ._runtime import get_loop
+
+if TYPE_CHECKING:
+    from .streaming import Event
 
 __all__ = ["Runnable"]
 
@@ -10,8 +18,50 @@ __all__ = ["Runnable"]
 class Runnable:
     """The shared interface of :class:`~robotlab.Robot` and :class:`~robotlab.Network`.
 
-    Implementers provide ``run`` and ``crew``; the rest derive from them.
+    Implementers provide ``arun`` (taking ``on_event=``), ``run`` and ``crew``; the rest derive from them.
     """
+
+    async def arun(self, message: Any = None, **options: Any) -> Any:
+        """Run on ``message``; ``on_event=`` receives every :class:`~robotlab.streaming.Event`."""
+        raise NotImplementedError
+
+    async def astream(self, message: Any = None, **options: Any) -> AsyncIterator[Event]:
+        """Run and yield each :class:`~robotlab.streaming.Event` as it happens.
+
+        The last event is ``stream.ended``; a failed run yields ``run.failed`` and then raises. Leaving
+        the loop early cancels the run.
+        """
+        events: asyncio.Queue[Event | None] = asyncio.Queue()
+        task = asyncio.ensure_future(self.arun(message, on_event=events.put_nowait, **options))
+        task.add_done_callback(lambda _: events.put_nowait(None))
+        try:
+            while (event := await events.get()) is not None:
+                yield event
+            task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+
+    def stream(self, message: Any = None, **options: Any) -> Iterator[Event]:
+        """Synchronous :meth:`astream`: a generator of events (the run goes on RobotLab's event loop)."""
+        events: queue.Queue[Event | BaseException | None] = queue.Queue()
+
+        async def produce() -> None:
+            try:
+                await self.arun(message, on_event=events.put, **options)
+            except BaseException as exc:
+                events.put(exc)
+            finally:
+                events.put(None)
+
+        future = asyncio.run_coroutine_threadsafe(produce(), get_loop())
+        try:
+            while (item := events.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            future.cancel()
 
     @property
     def crew(self) -> list[Any]:

@@ -770,3 +770,19 @@ def test_runnable_api_of_nested_networks() -> None:
     assert '    research["research"]' in outer.to_mermaid()
     leading = create_network(name="lead").task("research", research_network())
     assert leading.chief.name == "searcher"  # the first robot doing the work
+
+
+async def test_astream_and_stream_yield_the_network_events() -> None:
+    network = create_network(name="pipe").task("a", build(name="a", llm=FakeLLM(default="one")))
+    network.task("b", build(name="b", llm=FakeLLM(default="two")), depends_on="a")
+    kinds = [event.kind async for event in network.astream("go")]
+    assert kinds[0] == "run.started" and kinds[-2:] == ["run.completed", "stream.ended"]
+    assert kinds.count("step.completed") == 2
+    synced = list(network.stream("go", run_id="s"))
+    assert [e.kind for e in synced] == kinds and {e.run_id for e in synced} == {"s"}
+    broken = create_network(name="b", router=lambda result: "ghost").task("a", build(name="a", llm=FakeLLM(["x"])))
+    seen: list[str] = []
+    with pytest.raises(ConfigurationError, match="unknown task 'ghost'"):
+        for event in broken.stream("go"):
+            seen.append(event.kind)
+    assert seen[-2:] == ["run.failed", "stream.ended"]
