@@ -165,7 +165,7 @@ class _Run:
             if not isinstance(result, FlowResult):
                 raise TypeError(f"Task '{task.name}': {task.robot!r}.call() must return a FlowResult, "
                                 f"got {result!r}")
-        except Exception as exc:
+        except BaseException as exc:  # cancelled too (another task failed), so every step.started is closed
             if emitter is not None:
                 emitter.emit(streaming.STEP_FAILED, **tags, error=str(exc), error_type=type(exc).__name__)
             raise
@@ -236,6 +236,8 @@ class _Run:
         finally:
             for future in self.running:
                 future.cancel()
+            if self.running:  # let them finish being cancelled before the run reports its end
+                await asyncio.wait(self.running)
         return self.final()
 
     async def finish_some(self) -> None:
@@ -490,7 +492,8 @@ class Network(Runnable):
         if self.router is None and all(d is None for d in deps.values()):
             raise ConfigurationError(f"Network '{self.name}' has no task to start: every task is optional "
                                      "and there is no router")
-        self.validate()
+        for task in self.tasks.values():
+            self._check_nesting(task.robot)
         handlers = normalize_hooks(hooks)
         params = dict(run_context)
         if message is not None:

@@ -786,3 +786,26 @@ async def test_astream_and_stream_yield_the_network_events() -> None:
         for event in broken.stream("go"):
             seen.append(event.kind)
     assert seen[-2:] == ["run.failed", "stream.ended"]
+
+
+async def test_a_task_cancelled_by_another_tasks_failure_closes_its_step_before_the_run_ends() -> None:
+    started = asyncio.Event()
+
+    async def hang(request: Any) -> str:
+        started.set()
+        await asyncio.Event().wait()  # until cancelled
+        return "never"
+
+    class FailsOnceTheOtherRuns(Robot):
+        async def call(self, result: FlowResult) -> FlowResult:
+            await asyncio.wait_for(started.wait(), timeout=5)
+            raise RuntimeError("step broke")
+
+    events: list[Event] = []
+    network = create_network(name="n").task("slow", build(name="slow", llm=FunctionLLM(hang)))
+    network.task("bad", FailsOnceTheOtherRuns(name="bad", llm=FakeLLM()))
+    with pytest.raises(RuntimeError, match="step broke"):
+        await network.arun("go", on_event=events.append)
+    steps = [(e.kind, e.data["task"], e.data.get("error_type")) for e in events if e.kind.startswith("step.")]
+    assert sorted(steps[2:]) == [("step.failed", "bad", "RuntimeError"), ("step.failed", "slow", "CancelledError")]
+    assert [e.kind for e in events][-2:] == ["run.failed", "stream.ended"]
