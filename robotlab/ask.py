@@ -210,7 +210,8 @@ class QueueChannel:
     over, so both come between the tool call's ``tool_call.started`` and ``tool_call.completed``).
 
     Args:
-        publish: the callback; e.g. ``lambda kind, data: emitter.emit(kind, **data)``.
+        publish: the callback, e.g. one that hands the question to a web page. Not needed to reach the
+            asking run's own ``on_event`` stream, which gets the events anyway (see above).
         timeout: seconds to wait for each answer; ``None`` waits forever.
 
     Raises (from :meth:`ask` / :meth:`aask`):

@@ -3,7 +3,7 @@
 ===============  ===========================================================================
 ``robotlab.E001`` ``ROBOTLAB`` is not a dict.
 ``robotlab.E002`` A key has a value of the wrong type, outside its range, or not among its choices.
-``robotlab.E003`` A dotted path (``LLM``, ``ROBOTS``) does not import, or a model setting
+``robotlab.E003`` A dotted path (``LLM``, ``ROBOTS``, ``NETWORKS``) does not import, or a model setting
                   (``THREAD_MODEL``, ``RESULT_MODEL``, ``EVENT_MODEL``) names no installed model.
 ``robotlab.E004`` ``ROBOTLAB`` holds what looks like an API key or secret.
 ``robotlab.W001`` An unknown key (probably a typo; the hint suggests the closest key).
@@ -63,11 +63,12 @@ def _value_errors(key: str, value: Any) -> list[CheckMessage]:
         bad = [item for item in value if not isinstance(item, str) or not _MODULE_NAME.match(item)]
         if bad:
             return [_invalid(key, f"must list module names; {bad!r} are not.")]
-    if key == "ROBOTS":
+    if key in {"ROBOTS", "NETWORKS"}:
         bad = [name for name, target in value.items()
                if not isinstance(name, str) or not (isinstance(target, str) or callable(target))]
         if bad:
-            return [_invalid(key, f"maps robot names to dotted paths; the entries {bad!r} are not.")]
+            kind = "robot" if key == "ROBOTS" else "network"
+            return [_invalid(key, f"maps {kind} names to dotted paths; the entries {bad!r} are not.")]
     return []
 
 
@@ -79,16 +80,17 @@ def _resolution_errors(key: str, value: Any) -> list[CheckMessage]:
             return [Error(f"ROBOTLAB['LLM'] = {value!r} cannot be imported: {exc}",
                           hint="Give the dotted path of a callable returning an LLM, such as "
                                "'robotlab.demo.DemoLLM'.", id="robotlab.E003")]
-    if key == "ROBOTS":
+    if key in {"ROBOTS", "NETWORKS"}:
+        kind = "Robot" if key == "ROBOTS" else "Network"
         errors: list[CheckMessage] = []
         for name, target in value.items():
             if isinstance(target, str):
                 try:
                     import_string(target)
                 except ImportError as exc:
-                    errors.append(Error(f"ROBOTLAB['ROBOTS']['{name}'] = {target!r} cannot be imported: {exc}",
-                                        hint="Give the dotted path of a robot factory (a function returning a "
-                                             "Robot, or a class with a build() classmethod).",
+                    errors.append(Error(f"ROBOTLAB['{key}']['{name}'] = {target!r} cannot be imported: {exc}",
+                                        hint=f"Give the dotted path of a {kind.lower()} factory (a function "
+                                             f"returning a {kind}, or a class with a build() classmethod).",
                                         id="robotlab.E003"))
         return errors
     if key in {"THREAD_MODEL", "RESULT_MODEL", "EVENT_MODEL"}:

@@ -59,6 +59,9 @@ SETTINGS: dict[str, Setting] = {
     "ROBOTS": Setting(
         {}, (dict,), "Extra robots by name: {'support': 'myapp.support.build'}; each value is a dotted path "
         "to a factory (a callable returning a Robot, or a class with a build classmethod)."),
+    "NETWORKS": Setting(
+        {}, (dict,), "Extra networks by name: {'support': 'myapp.support.support_network'}; each value is a dotted "
+        "path to a factory (a callable returning a robotlab.Network, or a class with a build classmethod)."),
     "AUTODISCOVER": Setting(
         True, (bool,), "Import the robot modules (ROBOT_MODULES) of every installed app at startup."),
     "ROBOT_MODULES": Setting(
@@ -123,6 +126,7 @@ class AppSettings:
     LLM_MAX_RETRIES = property(lambda self: self.get("LLM_MAX_RETRIES"), doc=SETTINGS["LLM_MAX_RETRIES"].doc)
     MAX_TOOL_ROUNDS = property(lambda self: self.get("MAX_TOOL_ROUNDS"), doc=SETTINGS["MAX_TOOL_ROUNDS"].doc)
     ROBOTS = property(lambda self: self.get("ROBOTS"), doc=SETTINGS["ROBOTS"].doc)
+    NETWORKS = property(lambda self: self.get("NETWORKS"), doc=SETTINGS["NETWORKS"].doc)
     AUTODISCOVER = property(lambda self: self.get("AUTODISCOVER"), doc=SETTINGS["AUTODISCOVER"].doc)
     ROBOT_MODULES = property(lambda self: tuple(self.get("ROBOT_MODULES")), doc=SETTINGS["ROBOT_MODULES"].doc)
     THREAD_MODEL = property(lambda self: self.get("THREAD_MODEL"), doc=SETTINGS["THREAD_MODEL"].doc)

@@ -3,7 +3,8 @@
 Every completed :class:`~robotlab_django.models.RobotResult` stores the chat messages its run
 appended (the user turn, assistant replies, tool calls and tool results, in OpenAI format), so
 a thread's history is those lists concatenated in ``sequence_number`` order. Failed and
-unfinished runs are left out. :func:`robotlab_django.services.restore_robot` puts the history
+unfinished runs are left out, and so are the rows of a network's robots (``delegated_by`` set):
+the network's own row holds the turn. :func:`robotlab_django.services.restore_robot` puts the history
 into a fresh robot.
 """
 
@@ -29,7 +30,7 @@ def load_history(thread: Any, *, before: int | None = None, robot_name: str | No
         OpenAI-format message dicts, without system prompts, ready for ``Robot.replace_messages``.
     """
     pk = getattr(thread, "pk", thread)
-    rows = app_settings.result_model().objects.filter(thread_id=pk, status=Status.COMPLETED)
+    rows = app_settings.result_model().objects.filter(thread_id=pk, status=Status.COMPLETED, delegated_by="")
     if before is not None:
         rows = rows.filter(sequence_number__lt=before)
     if robot_name is not None:

@@ -13,7 +13,8 @@ A run is one :class:`~robotlab_django.models.RobotResult` row, in two steps:
    duration, or the error.
 
 :func:`run_robot` does both now; :func:`arun_robot` is its async twin. Views, commands, jobs and
-the admin call these functions; nothing else writes results.
+the admin call these functions; nothing else writes results. A run whose robot name is a registered
+network runs that network instead (:mod:`robotlab_django.networks`).
 """
 
 from __future__ import annotations
@@ -90,17 +91,27 @@ def build_robot(robot: Any, *, llm: Any = None, **options: Any) -> Any:
         UnknownRobotError: no robot has that name.
     """
     entry = registry.resolve(robot)
-    if llm is None:
-        factory = app_settings.llm_factory()
-        if factory is not None:
-            llm = factory()
-        elif app_settings.llm_client_options():
-            from robotlab.llm import LLMClient
-
-            llm = LLMClient(**app_settings.llm_client_options())
+    llm = _app_llm() if llm is None else llm
     if llm is not None:
         options["llm"] = llm
-    built = entry.build(**options)
+    return _apply_defaults(entry.build(**options))
+
+
+def _app_llm() -> Any:
+    """The LLM of app-built robots: ``ROBOTLAB["LLM"]()``, else a litellm client with the connection
+    settings when any is set, else ``None`` (the robot's own)."""
+    factory = app_settings.llm_factory()
+    if factory is not None:
+        return factory()
+    if app_settings.llm_client_options():
+        from robotlab.llm import LLMClient
+
+        return LLMClient(**app_settings.llm_client_options())
+    return None
+
+
+def _apply_defaults(built: Any) -> Any:
+    """``ROBOTLAB["DEFAULT_MODEL"]`` and ``["MAX_TOOL_ROUNDS"]`` where the robot left them unset."""
     default_model = app_settings.DEFAULT_MODEL
     if default_model and built.config.model is None:
         built.with_model(default_model)
@@ -213,16 +224,16 @@ def start_run(thread: Any, robot: Any, message: Any, *, user: Any = None, task_i
 
     Args:
         thread: A thread, its primary key, a session id (created when missing) or ``None`` (new).
-        robot: A registered robot name, class or function.
+        robot: A registered robot or network name, or a robot class or function.
         message: The user's message (``None`` continues without one).
         user: The owner of a thread created here.
         task_id: The id of the background task that will run it, if known.
 
     Raises:
-        UnknownRobotError: no robot has that name.
+        UnknownRobotError: no robot or network has that name.
         ValueError: the message is longer than ``ROBOTLAB["MAX_MESSAGE_LENGTH"]``.
     """
-    entry = registry.resolve(robot)
+    entry = registry.resolve_runnable(robot)
     text = _check_message(message)
     with transaction.atomic():
         found = get_thread(thread, user=user)
@@ -319,6 +330,11 @@ def execute_run(result: Any, *, llm: Any = None, robot_options: Mapping[str, Any
     row = _load(result)
     if not _claim(row):
         return row
+    if registry.is_network(row.robot_name):
+        from .networks import execute_network_run
+
+        return execute_network_run(row, llm=llm, options=robot_options or {}, on_event=on_event,
+                                   raise_errors=raise_errors)
     started = time.monotonic()
     robot, history_length = None, 0
     try:
@@ -339,6 +355,11 @@ async def aexecute_run(result: Any, *, llm: Any = None, robot_options: Mapping[s
     row = await sync_to_async(_load)(result)
     if not await sync_to_async(_claim)(row):
         return row
+    if await sync_to_async(registry.is_network)(row.robot_name):
+        from .networks import aexecute_network_run
+
+        return await aexecute_network_run(row, llm=llm, options=robot_options or {}, on_event=on_event,
+                                          raise_errors=raise_errors)
     started = time.monotonic()
     robot, history_length = None, 0
     try:
@@ -395,7 +416,7 @@ def rerun_last_user_message(thread: Any) -> Any:
     from . import executor
 
     thread = get_thread(thread, create=False)
-    last = (app_settings.result_model().objects.filter(thread_id=thread.pk).exclude(input="")
+    last = (app_settings.result_model().objects.filter(thread_id=thread.pk, delegated_by="").exclude(input="")
             .order_by("-sequence_number").only("robot_name", "input").first())
     if last is None:
         raise NothingToRerunError(f"Thread {thread.session_id} has no user message to re-run.")

@@ -4,7 +4,8 @@ Include them with ``path("robotlab/", include("robotlab_django.urls"))``. Every 
 logged-in user unless ``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED`` is ``False``; then an anonymous
 visitor owns the threads it created in its session. A thread of someone else is a 404.
 
-Posting a message (CSRF protected) queues a run with :func:`robotlab_django.services.start_run`
+A new thread runs a registered robot or network (picked when it is created). Posting a message
+(CSRF protected) queues a run with :func:`robotlab_django.services.start_run`
 and hands it to the executor (:func:`robotlab_django.executor.dispatch`), then answers at once:
 JSON for ``fetch`` (``Accept: application/json``), else a redirect to the chat. The page follows
 the run over the websocket (``ws/robotlab/threads/<pk>/``) or, without one, by polling
@@ -120,18 +121,28 @@ def _text(content: Any) -> str:
 def history_items(results: Any) -> list[dict[str, Any]]:
     """What the chat page shows for ``results`` (rows in order): one item per user turn and per reply.
 
-    Each item is ``{"role": "user" | "assistant", "text", "tools": [names], "status", "error", "run_id"}``;
-    completed runs are read from their stored messages, the others show their input and status.
+    Each item is ``{"role": "user" | "assistant", "text", "tools": [names], "steps": [robot names],
+    "status", "error", "run_id"}``; completed runs are read from their stored messages, the others show
+    their input and status. The rows of a network's robots (``delegated_by`` set) are no turns of their
+    own: they are the ``steps`` of their network's reply.
     """
+    rows = list(results)
+    steps: dict[str, list[str]] = {}
+    for row in rows:
+        if row.delegated_by:
+            steps.setdefault(row.run_id.rpartition(".")[0], []).append(row.robot_name)
     items: list[dict[str, Any]] = []
-    for row in results:
-        base = {"run_id": row.run_id, "sequence_number": row.sequence_number}
+    for row in rows:
+        if row.delegated_by:
+            continue
+        base = {"run_id": row.run_id, "sequence_number": row.sequence_number, "steps": []}
+        ran = steps.get(row.run_id, [])
         if row.status != Status.COMPLETED or not row.messages:
             if row.input:
                 items.append({**base, "role": "user", "text": row.input, "tools": [], "status": "",
                               "error": ""})
-            items.append({**base, "role": "assistant", "text": row.reply, "tools": [], "status": row.status,
-                          "error": row.error})
+            items.append({**base, "role": "assistant", "text": row.reply, "tools": [], "steps": ran,
+                          "status": row.status, "error": row.error})
             continue
         reply: dict[str, Any] | None = None
         for message in row.messages:
@@ -142,8 +153,8 @@ def history_items(results: Any) -> list[dict[str, Any]]:
                 reply = None
             elif role == "assistant":
                 if reply is None:
-                    reply = {**base, "role": "assistant", "text": "", "tools": [], "status": row.status,
-                             "error": ""}
+                    reply = {**base, "role": "assistant", "text": "", "tools": [], "steps": ran,
+                             "status": row.status, "error": ""}
                     items.append(reply)
                 reply["tools"].extend(_tool_names(message))
                 text = _text(message.get("content"))
@@ -172,8 +183,8 @@ def thread_list(request: HttpRequest) -> HttpResponseBase:
     robots = registry.names()
     if request.method == "POST":
         robot = request.POST.get("robot") or default_robot()
-        if robot not in robots:
-            context = _list_context(request, robots, "Unknown robot.")
+        if robot not in robots and robot not in registry.network_names():
+            context = _list_context(request, robots, "Unknown robot or network.")
             return render(request, "robotlab/thread_list.html", context, status=400)
         owner = request.user if _is_authenticated(request) else None
         thread = app_settings.thread_model().objects.create(user=owner, robot_name=robot)
@@ -185,7 +196,17 @@ def thread_list(request: HttpRequest) -> HttpResponseBase:
 
 def _list_context(request: HttpRequest, robots: list[str], error: str) -> dict[str, Any]:
     return {"threads": _threads(request).order_by("-updated_at")[:200], "robots": robots,
-            "default_robot": default_robot(), "error": error, "demo_model": uses_demo_model()}
+            "networks": registry.network_names(), "default_robot": default_robot(), "error": error,
+            "demo_model": uses_demo_model()}
+
+
+def _runnable(name: str) -> dict[str, Any]:
+    """What the chat header says about a thread's robot or network: its kind and description."""
+    try:
+        entry = registry.lookup(name)
+    except (UnknownRobotError, ImportError):
+        return {"kind": "", "description": ""}
+    return {"kind": entry.kind, "description": entry.description or ""}
 
 
 @require_GET
@@ -207,6 +228,7 @@ def chat(request: HttpRequest, pk: int) -> HttpResponseBase:
     cursor = events.aggregate(last=Max("pk"))["last"] or 0
     return render(request, "robotlab/chat.html", {
         "thread": thread, "items": history_items(results), "demo_model": uses_demo_model(),
+        "runnable": _runnable(thread.robot_name or default_robot() or ""),
         "last_sequence": results[-1].sequence_number if results else 0, "pending": pending, "cursor": cursor,
         "ws_path": f"/ws/robotlab/threads/{thread.pk}/",
         "post_url": reverse("robotlab:post_message", kwargs={"pk": thread.pk}),
@@ -265,7 +287,8 @@ def results_json(request: HttpRequest, pk: int) -> HttpResponseBase:
         return denied
     thread = _thread(request, pk)
     since = _int(request.GET.get("since"), 1)
-    rows = (app_settings.result_model().objects.filter(thread_id=thread.pk, sequence_number__gte=since)
+    rows = (app_settings.result_model().objects.filter(thread_id=thread.pk, sequence_number__gte=since,
+                                                       delegated_by="")
             .order_by("sequence_number")[:100])
     data: dict[str, Any] = {"thread": thread.pk, "results": [result_summary(row) for row in rows]}
     if "after" in request.GET:

@@ -1,23 +1,31 @@
 """The example robots: ``chat`` (with the time and calculator tools) and the ``support`` network.
 
-``chat`` is registered with RobotLab, so the chat page can run it. ``support_network()`` builds a
+Both are registered with RobotLab, so the chat page offers them. ``support_network()`` builds a
 network that sends a customer message to a classifier, then to the billing, technical or general
-specialist it names (``robotlab.network.create_network``); ``manage.py support "I was charged twice"``
-runs it. With no LLM configured every robot uses :func:`demo_llm`, the offline demo model.
+specialist it names (``robotlab.network.create_network``); only that specialist runs. Pick
+``support`` when starting a conversation, or run ``manage.py support "I was charged twice"``.
+
+With no LLM configured every robot uses :func:`demo_llm`, the offline demo model, and the classifier
+uses :class:`DemoClassifier`, which answers with the category that :data:`KEYWORDS` picks, so the
+offline demo routes deterministically: "invoice" or "refund" go to billing, "error" or "crash" to
+technical, anything else to general.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from example_tools import calculate, current_time
 
 import robotlab
 from robotlab.demo import DemoLLM
+from robotlab.llm import LLMRequest, LLMResponse
 from robotlab.network import Network, create_network
-from robotlab_django.registry import register_robot
+from robotlab_django.registry import register_network, register_robot
 
-__all__ = ["CATEGORIES", "KEYWORDS", "ChatRobot", "demo_llm", "route_support", "support_network"]
+__all__ = ["CATEGORIES", "KEYWORDS", "ChatRobot", "DemoClassifier", "classify", "demo_llm", "route_support",
+           "support_network"]
 
 #: The specialists of the support network, by the category the classifier answers.
 CATEGORIES = {
@@ -58,6 +66,23 @@ KEYWORDS = {
 }
 
 
+def classify(message: str) -> str:
+    """The category with a word of ``message`` starting with one of its :data:`KEYWORDS` (billing first:
+    "refunds", "charged"), else ``general``."""
+    words = re.findall(r"[a-z]+", message.lower())
+    picked = (name for name, keys in KEYWORDS.items() if any(word.startswith(keys) for word in words))
+    return next(picked, "general")
+
+
+class DemoClassifier(DemoLLM):
+    """The offline demo model of the classifier: it answers with :func:`classify` of the last user message."""
+
+    def _answer(self, request: LLMRequest) -> LLMResponse:
+        users = [m for m in request.messages if m.get("role") == "user"]
+        return LLMResponse(content=classify(str(users[-1].get("content") or "") if users else ""),
+                           finish_reason="stop")
+
+
 def route_support(result: Any) -> str | None:
     """The specialist: the category the classifier names, else one picked by keywords, else general."""
     if "classifier" not in result.context:
@@ -66,24 +91,26 @@ def route_support(result: Any) -> str | None:
     named = [name for name in CATEGORIES if name in reply]
     if len(named) == 1:
         return named[0]
-    message = str(result.context.get("run_params", {}).get("message") or "").lower()
-    picked = (name for name, words in KEYWORDS.items() if any(word in message for word in words))
-    return next(picked, "general")
+    return classify(str(result.context.get("run_params", {}).get("message") or ""))
 
 
+@register_network(name="support", description="A classifier routes your message to the billing, technical or "
+                  "general specialist")
 def support_network(*, llm: Any = None) -> Network:
     """The support network: ``classifier`` -> one of ``billing``, ``technical``, ``general``.
 
     Args:
-        llm: The LLM of every robot; the demo model when ``None`` and no real model is configured.
+        llm: The LLM of every robot; the demo model when ``None`` and no real model is configured. With
+            a demo model the classifier gets :class:`DemoClassifier` (the same pace).
     """
     if llm is None and robotlab.get_config().default_model() is None:
         llm = demo_llm()
     options: dict[str, Any] = {} if llm is None else {"llm": llm}
+    classifier_llm = DemoClassifier(delay=llm.delay) if isinstance(llm, DemoLLM) else llm
     network = create_network(name="support", router=route_support)
     network.task("classifier", robotlab.build(
         name="classifier", system_prompt="Classify the customer's message. Answer with one word: billing, "
-        "technical or general.", **options))
+        "technical or general.", **({} if classifier_llm is None else {"llm": classifier_llm})))
     for category, prompt in CATEGORIES.items():
         network.task(category, robotlab.build(name=f"{category}_agent", system_prompt=prompt, **options),
                      depends_on="optional")

@@ -104,6 +104,25 @@ def test_the_support_network_routes_to_a_specialist(tmp_path: Path, message: str
     assert "offline demo model" in done.stdout
 
 
+NETWORK_TURNS = """
+from robotlab_django.networks import step_rows
+from robotlab_django.services import run_robot
+for message in ("I need a refund for my invoice", "The app crashes with an error", "Hello there"):
+    row = run_robot(None, "support", message)
+    print(row.status, "|", " -> ".join(step.robot_name for step in step_rows(row)), "|", row.reply)
+"""
+
+
+def test_the_support_network_runs_as_a_thread_turn_on_the_demo_model(tmp_path: Path) -> None:
+    manage(tmp_path, "migrate", "--noinput")
+    lines = [line for line in manage(tmp_path, "shell", "-c", NETWORK_TURNS, ROBOTLAB_EXECUTOR="sync").stdout
+             .splitlines() if " | " in line]
+    routes = [line.split(" | ")[:2] for line in lines]
+    assert routes == [["completed", "classifier -> billing_agent"], ["completed", "classifier -> technical_agent"],
+                      ["completed", "classifier -> general_agent"]]
+    assert all("offline demo model" in line for line in lines)
+
+
 def test_the_demo_user_is_created_and_only_with_debug(tmp_path: Path) -> None:
     manage(tmp_path, "migrate", "--noinput")
     assert "Created the demo user" in manage(tmp_path, "demo_user").stdout
@@ -243,5 +262,39 @@ def test_the_chat_page_without_a_websocket_polls(live_site: str) -> None:
                 "I asked my tools: calculate returned 42.")
             expect(page.locator(".rl-message.assistant .rl-tool-badge")).to_have_text(["calculate"])
             expect(page.locator(".rl-message.assistant .rl-status").last).to_be_empty()
+        finally:
+            browser.close()
+
+
+def test_the_support_network_in_a_browser(live_site: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(live_site + "/")
+            page.fill("#id_username", "demo")
+            page.fill("#id_password", "demo")
+            page.click("#rl-login")
+            page.select_option("#rl-robot", "support")
+            page.click("#rl-new-thread")
+            expect(page.locator("#rl-kind")).to_have_text("network")
+            expect(page.locator("#rl-connection")).to_have_text("live")
+            page.evaluate(RECORD_REPLIES)
+            page.fill("#rl-input", "I need a refund for my invoice")
+            page.click("#rl-send")
+            reply = page.locator(".rl-message.assistant .rl-text").last
+            expect(reply).to_contain_text("talk to a real model.")
+            expect(page.locator(".rl-message.assistant .rl-status").last).to_be_empty()
+            expect(page.locator(".rl-message.assistant .rl-step-badge")).to_have_text(["classifier", "billing_agent"])
+            final = reply.text_content()
+            snapshots: list[Any] = page.evaluate("window.__replies")
+            assert [text for text in snapshots if text and text != final and final.startswith(text)], snapshots
+            page.reload()
+            expect(page.locator(".rl-message .rl-text")).to_have_text(["I need a refund for my invoice", final])
+            expect(page.locator(".rl-message.assistant .rl-step-badge.done")).to_have_text(
+                ["classifier", "billing_agent"])
         finally:
             browser.close()

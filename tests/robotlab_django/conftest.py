@@ -27,13 +27,15 @@ def scripted_llm(settings: Any) -> Callable[..., FakeLLM]:
 
 @pytest.fixture
 def clean_registry() -> Iterator[None]:
-    """Restore the registry's robots after the test."""
-    saved = dict(registry._robots)
+    """Restore the registry's robots and networks after the test."""
+    saved, networks = dict(registry._robots), dict(registry._networks)
     try:
         yield
     finally:
         registry._robots.clear()
         registry._robots.update(saved)
+        registry._networks.clear()
+        registry._networks.update(networks)
 
 
 @pytest.fixture

@@ -2,8 +2,10 @@
  *
  * The server sends each run event as JSON ({kind, run_id, seq, ts, cursor, ...}), alone, in a list
  * or as {events: [...]}. This script renders text.delta into the current reply, tool badges for
- * tool_call.started/completed, the status and run.failed errors. It reconnects with backoff and
- * asks for what it missed ({"type": "resume", "after": <the last cursor seen>}); the per-run seq
+ * tool_call.started/completed, the status and run.failed errors. A network's turn adds step.started,
+ * step.completed and step.failed for each robot that runs: a badge per robot, and the reply shows the
+ * text of the robot that started last (the network's final reply once it completes). It reconnects
+ * with backoff and asks for what it missed ({"type": "resume", "after": <the last cursor seen>}); the per-run seq
  * drops duplicates. While a run is unfinished it also polls the thread's results (JSON): every 3 s
  * as a safety net with a websocket, every 0.4 s with the stored events too without one, so the
  * page streams even where no websocket is served. Model output is only ever written with
@@ -74,12 +76,14 @@
       var found = node.querySelector("." + className);
       if (!found) {
         found = make("div", className);
-        if (className === "rl-tools") { node.insertBefore(found, node.firstChild); } else { node.appendChild(found); }
+        if (className === "rl-tools" || className === "rl-steps") { node.insertBefore(found, node.firstChild); }
+        else { node.appendChild(found); }
       }
       return found;
     };
-    var entry = {node: node, tools: part("rl-tools"), text: part("rl-text"), status: part("rl-status"),
-                 error: part("rl-error"), seq: 0, done: true, streamed: false, badges: {}, sequence: 0};
+    var entry = {node: node, tools: part("rl-tools"), steps: part("rl-steps"), text: part("rl-text"),
+                 status: part("rl-status"), error: part("rl-error"), seq: 0, done: true, streamed: false,
+                 badges: {}, stepBadges: {}, sequence: 0};
     runs[runId] = entry;
     return entry;
   }
@@ -101,6 +105,17 @@
       keepScrolled(function () { entry.tools.appendChild(node); });
     }
     node.className = "rl-tool-badge " + state;
+  }
+
+  // A network's robot: one badge per robot, running, done or error.
+  function stepBadge(entry, name, state) {
+    var node = entry.stepBadges[name];
+    if (!node) {
+      node = make("span", "rl-step-badge", name);
+      entry.stepBadges[name] = node;
+      keepScrolled(function () { entry.steps.appendChild(node); });
+    }
+    node.className = "rl-step-badge " + state;
   }
 
   function finish(entry, status, error) {
@@ -143,6 +158,19 @@
         case "tool_call.completed":
           badge(entry, event.id || event.name, event.name, event.is_error ? "error" : "done");
           entry.status.textContent = "thinking…";
+          break;
+        case "step.started":
+          stepBadge(entry, String(event.robot || event.task || "robot"), "running");
+          entry.text.textContent = "";  // the reply shows the robot that started last
+          entry.streamed = false;
+          entry.status.textContent = String(event.task || event.robot || "a robot") + " is answering…";
+          break;
+        case "step.completed":
+          stepBadge(entry, String(event.robot || event.task || "robot"), "done");
+          entry.status.textContent = "thinking…";
+          break;
+        case "step.failed":
+          stepBadge(entry, String(event.robot || event.task || "robot"), "error");
           break;
         case "run.completed":
           if (!entry.streamed && event.reply) { entry.text.textContent = String(event.reply); }
