@@ -8,6 +8,8 @@ seconds, not in an hour;
 
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
 
 from tests.robotlab_django.celery_app import app
@@ -21,6 +23,9 @@ RUN_LEASE = 6.0
 
 settings.ROBOTLAB = {**settings.ROBOTLAB, "RUN_LEASE": RUN_LEASE}
 
+# ROBOTLAB_TEST_BROKER_URL: a broker apart from the channel layer (the Redis-restart test kills the layer's)
+app.conf.broker_url = os.environ.get("ROBOTLAB_TEST_BROKER_URL") or app.conf.broker_url
+app.conf.result_backend = os.environ.get("ROBOTLAB_TEST_BROKER_URL") or app.conf.result_backend
 app.conf.broker_transport_options = {"visibility_timeout": VISIBILITY_TIMEOUT, "unacked_restore_interval": 1,
                                      "unacked_restore_throttle": 1}
 app.conf.result_backend_transport_options = {"visibility_timeout": VISIBILITY_TIMEOUT}

@@ -12,7 +12,8 @@ thing mid-stream and prints what it observed as one JSON line; the test asserts 
 * ``socket-drop``: a websocket client drops its connection several times mid-stream and resumes
   after its last cursor.
 * ``redis-restart``: the channel layer's Redis (a private server) is killed mid-stream and started
-  again on the same port; the run keeps storing its events and the client resynchronises.
+  again on the same port; the run, in a Celery worker whose broker is the shared Redis, keeps
+  storing its events and the client resynchronises.
 
 The model is ``benchmarks.streaming.PacedLLM`` (``BENCH_TOKENS`` tokens at ``BENCH_RATE`` tokens/s).
 The client (:class:`Watcher`) follows the protocol of ``robotlab.js``: it resumes after the last
@@ -172,6 +173,7 @@ class Watcher:
         self.connects = 0
         self.resets = 0
         self.replayed = 0  # new events that came in a replay after a reconnect, not live
+        self.live_after_reconnect = 0
         self._replaying = False
 
     def handle(self, event: dict[str, Any]) -> None:
@@ -183,6 +185,7 @@ class Watcher:
         self.seq[run] = seq
         self.events += 1
         self.replayed += self._replaying
+        self.live_after_reconnect += self.connects > 1 and not self._replaying
         if event["kind"] == "run.started" and run in self.text:
             self.text[run] = ""
             self.resets += 1
@@ -366,11 +369,14 @@ def socket_drop(processes: Processes, drops: int) -> dict[str, Any]:
 
 def redis_restart(processes: Processes, redis_port: int) -> dict[str, Any]:
     """Kill the layer's Redis mid-stream, start it again on the same port; the client resynchronises."""
-    from robotlab_django import services
+    import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
+    from robotlab_django import services, tasks
 
     user, session = _setup()
     port = free_port()
     processes.daphne(port)
+    queue = f"robotlab-faults-{uuid.uuid4().hex[:8]}"
+    processes.worker(queue)
     row = services.start_run(services.get_thread(None, user=user), "echo", "Go")
     client = Watcher(port, row.thread_id, session)
     outage: dict[str, int] = {}
@@ -393,14 +399,14 @@ def redis_restart(processes: Processes, redis_port: int) -> dict[str, Any]:
         async with aiohttp.ClientSession() as http:
             follow = asyncio.ensure_future(client.follow(http, row.run_id))
             await asyncio.to_thread(wait_for, lambda: client.connects, "the client's first connection")
-            runner = _run_in_background(row.pk)
+            await asyncio.to_thread(tasks.enqueue, row, queue=queue)  # autocommit: sent at once
             await asyncio.to_thread(break_redis)
             await follow
-            await asyncio.to_thread(runner.join, WAIT)
 
     asyncio.run(watch())
+    wait_for(lambda: _finished(row.pk), "the run to finish")
     return {"client_text": client.text.get(row.run_id, ""), "connects": client.connects,
-            "replayed": client.replayed, **outage,
+            "replayed": client.replayed, "live_after_reconnect": client.live_after_reconnect, **outage,
             "run": _facts(row.pk)}
 
 
@@ -424,6 +430,7 @@ def main() -> int:
     redis_port = 0
     if args.scenario == "redis-restart":
         redis_port = free_port()
+        os.environ["ROBOTLAB_TEST_BROKER_URL"] = os.environ.get("ROBOTLAB_TEST_REDIS_URL") or REDIS_URL
         os.environ["ROBOTLAB_TEST_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
     import django
 

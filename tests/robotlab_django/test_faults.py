@@ -112,4 +112,5 @@ def test_a_redis_restart_mid_stream_loses_nothing_saved(tmp_path: Path) -> None:
     assert run["reply"] == "".join(f"t{index} " for index in range(200))
     assert facts["connects"] >= 2  # the client lost its socket and came back
     assert facts["replayed"] > 0  # the events of the outage came from the stored rows
+    assert facts["live_after_reconnect"] > 0  # and the worker publishes live again after the restart
     assert facts["client_text"] == run["reply"] == run["replayed_text"]
