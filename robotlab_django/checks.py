@@ -29,7 +29,7 @@ __all__ = ["check_llm_available", "check_settings"]
 
 _SECRET = re.compile(r"(API_?KEY|SECRET|TOKEN|PASSWORD|_KEY$)", re.IGNORECASE)
 _POSITIVE = {"MAX_MESSAGE_LENGTH", "ADMIN_USAGE_DAYS", "RETENTION_DAYS", "MAX_TOOL_ROUNDS", "REQUEST_TIMEOUT",
-             "TASK_MAX_ATTEMPTS", "RUN_LEASE"}
+             "TASK_MAX_ATTEMPTS", "RUN_LEASE", "STREAM_FLUSH_INTERVAL", "STREAM_FLUSH_DELTAS"}
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

@@ -87,6 +87,11 @@ SETTINGS: dict[str, Setting] = {
     "RUN_LEASE": Setting(
         900, (int, float), "Seconds a run may stay 'running' before robotlab_requeue_stuck treats its worker as "
         "lost; keep it above the longest run (and below the broker's visibility_timeout)."),
+    "STREAM_FLUSH_INTERVAL": Setting(
+        0.05, (int, float), "Seconds a run's coalesced text deltas wait for more before they are stored and "
+        "sent to the thread's websocket group (a timer flushes them, not the next token)."),
+    "STREAM_FLUSH_DELTAS": Setting(
+        20, (int,), "Text deltas that make a coalesced batch go out before STREAM_FLUSH_INTERVAL."),
     "MAX_MESSAGE_LENGTH": Setting(
         32_000, (int,), "Longest user message, in characters, the services accept (ValueError beyond)."),
     "ADMIN_USAGE_DAYS": Setting(
@@ -136,6 +141,10 @@ class AppSettings:
     TASK_QUEUE = property(lambda self: self.get("TASK_QUEUE"), doc=SETTINGS["TASK_QUEUE"].doc)
     TASK_MAX_ATTEMPTS = property(lambda self: self.get("TASK_MAX_ATTEMPTS"), doc=SETTINGS["TASK_MAX_ATTEMPTS"].doc)
     RUN_LEASE = property(lambda self: self.get("RUN_LEASE"), doc=SETTINGS["RUN_LEASE"].doc)
+    STREAM_FLUSH_INTERVAL = property(lambda self: self.get("STREAM_FLUSH_INTERVAL"),
+                                     doc=SETTINGS["STREAM_FLUSH_INTERVAL"].doc)
+    STREAM_FLUSH_DELTAS = property(lambda self: self.get("STREAM_FLUSH_DELTAS"),
+                                   doc=SETTINGS["STREAM_FLUSH_DELTAS"].doc)
     MAX_MESSAGE_LENGTH = property(lambda self: self.get("MAX_MESSAGE_LENGTH"),
                                   doc=SETTINGS["MAX_MESSAGE_LENGTH"].doc)
     ADMIN_USAGE_DAYS = property(lambda self: self.get("ADMIN_USAGE_DAYS"), doc=SETTINGS["ADMIN_USAGE_DAYS"].doc)

@@ -9,6 +9,7 @@ its session created, as on the chat pages).
 Server to client::
 
     {"type": "events", "events": [{"kind", "run_id", "seq", "ts", "cursor", ...}, ...]}
+    {"type": "events", "t_emit": <Unix time>, "events": [...]}   # live: when the worker sent the batch
     {"type": "replayed", "cursor": <the last cursor sent>}   # after a resume
     {"type": "queued", "result_id": 12, "run_id": "...", "sequence_number": 3}
     {"type": "error", "error": "..."}                       # the socket stays open
@@ -25,6 +26,7 @@ between; a client should still drop events whose per-run ``seq`` it has seen.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 from urllib.parse import parse_qs
@@ -33,7 +35,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from .conf import app_settings
-from .streaming import thread_group
+from .streaming import MESSAGE_TYPE, register_consumer_loop, thread_group
 
 __all__ = ["CLOSE_FORBIDDEN", "MAX_FRAME_BYTES", "REPLAY_BATCH", "ThreadConsumer", "visible_thread"]
 
@@ -107,6 +109,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_FORBIDDEN)
             return
         self.group = thread_group(self.thread_id)
+        register_consumer_loop(asyncio.get_running_loop())
         if self.channel_layer is not None:
             await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -152,6 +155,19 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         else:
             await self._error(f"Unknown frame type {kind!r}; send 'resume' or 'message'.")
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Handle a message; live batches skip Channels' per-message ``close_old_connections``.
+
+        Channels runs ``close_old_connections`` in a worker thread before every handler, a thread
+        hop per message that serializes all consumers of the process on one thread. A batch of
+        events touches no database, so it goes straight to :meth:`robotlab_events`; the other
+        handlers (connect, frames from the client) keep Channels' behaviour.
+        """
+        if message.get("type") == MESSAGE_TYPE:
+            await self.robotlab_events(message)
+        else:
+            await super().dispatch(message)
+
     async def robotlab_events(self, message: dict[str, Any]) -> None:
         """A batch from the channel layer: send the events not sent yet."""
         fresh = [event for event in message.get("events", [])
@@ -159,7 +175,10 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         if fresh:
             cursors = [event["cursor"] for event in fresh if isinstance(event.get("cursor"), int)]
             self.cursor = max([self.cursor, *cursors])
-            await self.send_json({"type": "events", "events": fresh})
+            frame: dict[str, Any] = {"type": "events", "events": fresh}
+            if "t_emit" in message:
+                frame["t_emit"] = message["t_emit"]
+            await self.send_json(frame)
 
     async def _resume(self, after: Any) -> None:
         try:

@@ -3,11 +3,16 @@
 :func:`stream_run` (sync) and :func:`astream_run` (async) run a robot coroutine and pump its
 :class:`robotlab.streaming.Event`\\ s in the caller's thread (so the database writes use the
 caller's connection and transaction). :class:`Coalescer` merges consecutive ``text.delta`` events
-and says when a batch is due: ``FLUSH_INTERVAL`` seconds after its first event, at
-``FLUSH_DELTAS`` deltas, or at once for any other event (``tool_call.started``, ``run.completed``,
-...). Each batch is one ``bulk_create`` of ``RunEvent`` rows and one channel-layer message::
+and says when a batch is due: ``ROBOTLAB["STREAM_FLUSH_INTERVAL"]`` seconds after its first event
+(a timer, not the next token, flushes it), at ``ROBOTLAB["STREAM_FLUSH_DELTAS"]`` deltas, or at once
+for any other event (``tool_call.started``, ``run.completed``, ...). Each batch is one
+``bulk_create`` of ``RunEvent`` rows (one transaction, stored before it is sent, so a client that
+saw an event can always replay it) and one channel-layer message::
 
-    {"type": "robotlab.events", "thread": <thread pk>, "events": [<event>, ...]}
+    {"type": "robotlab.events", "thread": <thread pk>, "t_emit": <Unix time>, "events": [<event>, ...]}
+
+``t_emit`` is when the batch left the coalescer (before it was stored and sent): the receiver's
+clock minus ``t_emit`` is the delivery latency, without the coalescing wait.
 
 sent to the group :func:`thread_group` (``robotlab.thread.<pk>``). Each event is
 ``event.to_dict()`` (``kind``, ``run_id``, ``seq``, ``ts`` and the payload) plus ``cursor``: the
@@ -45,6 +50,7 @@ __all__ = [
     "get_layer",
     "persist_events",
     "publish_failure",
+    "register_consumer_loop",
     "stored_seq",
     "stream_run",
     "thread_group",
@@ -53,9 +59,9 @@ __all__ = [
 logger = logging.getLogger("robotlab_django")
 T = TypeVar("T")
 
-#: Seconds a batch waits for more deltas after its first event.
+#: Seconds a batch waits for more deltas after its first event (``ROBOTLAB["STREAM_FLUSH_INTERVAL"]``).
 FLUSH_INTERVAL = 0.05
-#: Deltas that make a batch due before ``FLUSH_INTERVAL``.
+#: Deltas that make a batch due before ``FLUSH_INTERVAL`` (``ROBOTLAB["STREAM_FLUSH_DELTAS"]``).
 FLUSH_DELTAS = 20
 #: Seconds a sync caller waits for one ``group_send``.
 PUBLISH_TIMEOUT = 10.0
@@ -122,6 +128,11 @@ class Coalescer:
         """Whether the buffered batch should be flushed now."""
         return self.time_left() == 0.0
 
+    @classmethod
+    def from_settings(cls) -> Coalescer:
+        """A coalescer flushing as ``ROBOTLAB["STREAM_FLUSH_INTERVAL"]`` and ``["STREAM_FLUSH_DELTAS"]`` say."""
+        return cls(float(app_settings.STREAM_FLUSH_INTERVAL), int(app_settings.STREAM_FLUSH_DELTAS))
+
     def drain(self) -> list[Event]:
         """The buffered (coalesced) events, emptying the buffer."""
         events, self._events = self._events, []
@@ -162,14 +173,15 @@ def publish_failure(row: Any, error: str, error_type: str) -> None:
     events = [Event(kind=RUN_FAILED, run_id=row.run_id, seq=offset + 1, ts=time.time(),
                     data={"robot": row.robot_name, "error": error, "error_type": error_type}),
               Event(kind=STREAM_ENDED, run_id=row.run_id, seq=offset + 2, ts=time.time())]
+    emitted = time.time()
     payload = _persist(row.thread_id, row.pk, events)
     send = _sender(get_layer())
     if send is not None:
-        _publish_sync(send, row.thread_id, payload)
+        _publish_sync(send, row.thread_id, payload, emitted)
 
 
-def _message(thread_id: Any, payload: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"type": MESSAGE_TYPE, "thread": thread_id, "events": payload}
+def _message(thread_id: Any, payload: list[dict[str, Any]], emitted: float) -> dict[str, Any]:
+    return {"type": MESSAGE_TYPE, "thread": thread_id, "t_emit": emitted, "events": payload}
 
 
 def _persist(thread_id: Any, result_id: Any, events: list[Event]) -> list[dict[str, Any]]:
@@ -209,7 +221,7 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
     events: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
     future = asyncio.run_coroutine_threadsafe(_run(start, _tee(events.put, on_event)), get_loop())
     future.add_done_callback(lambda _: events.put(None))
-    buffer, done = Coalescer(), False
+    buffer, done = Coalescer.from_settings(), False
     send = _sender(layer)
     try:
         while not done:
@@ -222,25 +234,57 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
             if item is not None:
                 buffer.add(_shift(item, offset))
             if len(buffer) and (done or buffer.is_due):
-                payload = _persist(thread_id, result_id, buffer.drain())
+                batch, emitted = buffer.drain(), time.time()
+                payload = _persist(thread_id, result_id, batch)
                 if send is not None:
-                    _publish_sync(send, thread_id, payload)
+                    _publish_sync(send, thread_id, payload, emitted)
     except BaseException:
         future.cancel()
         raise
     return future.result()
 
 
+_consumer_loop: asyncio.AbstractEventLoop | None = None
+
+
+def register_consumer_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Remember the event loop this process's websocket consumers run on (``ThreadConsumer`` calls it).
+
+    The in-memory layer's queues belong to that loop: a sync caller in another thread (the
+    ``thread`` executor) publishes on it, so the consumer wakes at once instead of at its loop's
+    next unrelated event.
+    """
+    global _consumer_loop
+    _consumer_loop = loop
+
+
+def _memory_loop() -> asyncio.AbstractEventLoop | None:
+    """The registered consumer loop when a sync caller here may block on it (running, not our own)."""
+    loop = _consumer_loop
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return None
+    try:
+        current = asyncio.get_running_loop()
+    except RuntimeError:
+        current = None
+    return None if current is loop else loop
+
+
 def _sender(layer: Any) -> Callable[[str, dict[str, Any]], Any] | None:
-    """``group_send`` for a sync caller: the in-memory layer on the caller's loop (its queues are
-    in-process); any other layer on RobotLab's loop, so one connection pool serves every flush (a new
-    loop per call would open a new Redis connection each time: ~10 ms instead of ~1 ms)."""
+    """``group_send`` for a sync caller: the in-memory layer on the consumers' loop when one is
+    registered (:func:`register_consumer_loop`), else on the caller's; any other layer on RobotLab's
+    loop, so one connection pool serves every flush (a new loop per call would open a new Redis
+    connection each time: ~10 ms instead of ~1 ms)."""
     if layer is None:
         return None
     from channels.layers import InMemoryChannelLayer
 
     if isinstance(layer, InMemoryChannelLayer):
-        return async_to_sync(layer.group_send)
+        memory_loop = _memory_loop()
+        if memory_loop is None:
+            return async_to_sync(layer.group_send)
+        return lambda group, message: asyncio.run_coroutine_threadsafe(
+            layer.group_send(group, message), memory_loop).result(PUBLISH_TIMEOUT)
     loop = get_loop()
     return lambda group, message: asyncio.run_coroutine_threadsafe(layer.group_send(group, message),
                                                                    loop).result(PUBLISH_TIMEOUT)
@@ -250,9 +294,9 @@ async def _run(start: Starter[T], on_event: Callable[[Event], None]) -> T:
     return await start(on_event)
 
 
-def _publish_sync(send: Callable[..., Any], thread_id: Any, payload: list[dict[str, Any]]) -> None:
+def _publish_sync(send: Callable[..., Any], thread_id: Any, payload: list[dict[str, Any]], emitted: float) -> None:
     try:
-        send(thread_group(thread_id), _message(thread_id, payload))
+        send(thread_group(thread_id), _message(thread_id, payload, emitted))
     except Exception:  # the layer is at-most-once anyway; replay covers the gap
         logger.exception("robotlab: could not publish events of thread %s", thread_id)
 
@@ -265,7 +309,7 @@ async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
     events: asyncio.Queue[Event | None] = asyncio.Queue()
     task = asyncio.ensure_future(_run(start, _tee(events.put_nowait, on_event)))
     task.add_done_callback(lambda _: events.put_nowait(None))
-    buffer, done = Coalescer(), False
+    buffer, done = Coalescer.from_settings(), False
     try:
         while not done:
             try:
@@ -277,10 +321,11 @@ async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
             if item is not None:
                 buffer.add(_shift(item, offset))
             if len(buffer) and (done or buffer.is_due):
-                payload = await sync_to_async(_persist)(thread_id, result_id, buffer.drain())
+                batch, emitted = buffer.drain(), time.time()
+                payload = await sync_to_async(_persist)(thread_id, result_id, batch)
                 if layer is not None:
                     try:
-                        await layer.group_send(thread_group(thread_id), _message(thread_id, payload))
+                        await layer.group_send(thread_group(thread_id), _message(thread_id, payload, emitted))
                     except Exception:
                         logger.exception("robotlab: could not publish events of thread %s", thread_id)
     except BaseException:

@@ -1,0 +1,26 @@
+"""Django settings for ``benchmarks/streaming.py``: the test settings plus the benchmark's choices.
+
+``BENCH_SQLITE_JOURNAL=wal`` (the benchmark's default) opens SQLite in WAL mode with
+``synchronous=NORMAL``, the setting Django's docs suggest for concurrent writers; ``delete`` keeps
+SQLite's default rollback journal. ``BENCH_LAYER=pubsub`` uses channels-redis'
+``RedisPubSubChannelLayer`` instead of ``RedisChannelLayer``; ``BENCH_LAYER=memory`` runs the in-process variant: the
+in-memory channel layer, runs executed by the ``thread`` executor inside the daphne process.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tests.robotlab_django.settings import *  # noqa: F403
+from tests.robotlab_django.settings import CHANNEL_LAYERS, DATABASES, ROBOTLAB
+
+_database = DATABASES["default"]
+if str(_database["ENGINE"]).endswith("sqlite3") and os.environ.get("BENCH_SQLITE_JOURNAL", "wal") == "wal":
+    _database["OPTIONS"] = {**dict(_database.get("OPTIONS") or {}),  # type: ignore[call-overload]
+                            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"}
+if os.environ.get("BENCH_LAYER") == "pubsub":
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+                                  "CONFIG": CHANNEL_LAYERS["default"]["CONFIG"]}}
+if os.environ.get("BENCH_LAYER") == "memory":
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    ROBOTLAB = {**ROBOTLAB, "EXECUTOR": "thread"}
