@@ -6,6 +6,12 @@ longest chain is planner -> worker -> reducer, three sequential calls: 3 L = 600
 that, so the target wall <= 1.05 x critical path + 50 ms is checked against 600 ms, and the ratio to the
 spec's 400 ms is printed too.
 
+The fake server runs in a child process (``FakeLLMServerProcess``): a real provider is another machine,
+and a server thread in the benchmark's own process would compete with the client for the GIL (each
+response waits until the client's event loop lets go of it). For comparison the plain B3 DAG is also
+timed against the in-process ``FakeLLMServer`` thread, labelled as such. Each line also gives the client
+process's CPU time per run (``time.process_time``: litellm, robotlab, and, in-process, the server).
+
 Also measured: the fake server's own concurrency (8 simultaneous litellm calls), the same DAG with one
 worker failing (HTTP 500: it becomes an error result and the run goes on), and the DAG where every worker
 makes one tool call first (two LLM calls a worker, critical path 4 L).
@@ -30,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import robotlab  # noqa: E402
 from robotlab.llm import LLMClient, load_litellm  # noqa: E402
 from robotlab.network import Network, create_network  # noqa: E402
-from robotlab.testing.server import FakeLLMServer, call, fault, reply  # noqa: E402
+from robotlab.testing.server import FakeLLMServer, FakeLLMServerProcess, call, fault, reply  # noqa: E402
 
 MODEL = "openai/gpt-4o-mini"
 WORKERS = 8
@@ -53,7 +59,10 @@ def responder(body: dict[str, Any]) -> Any:
     return reply(f"done by {system.split()[-1]}")
 
 
-def build_network(server: FakeLLMServer, *, failing: bool = False, tools: bool = False) -> Network:
+Server = FakeLLMServer | FakeLLMServerProcess
+
+
+def build_network(server: Server, *, failing: bool = False, tools: bool = False) -> Network:
     def robot(name: str, *, fail: bool = False, with_tool: bool = False) -> robotlab.Robot:
         client = LLMClient(api_base=server.base_url, api_key="sk-fake", num_retries=0)
         prompt = f"{'FAIL ' if fail else ''}You are {name}"
@@ -69,20 +78,24 @@ def build_network(server: FakeLLMServer, *, failing: bool = False, tools: bool =
     return network.validate()
 
 
-async def time_network(network: Network, runs: int) -> list[float]:
+async def time_network(network: Network, runs: int, cpu: list[float] | None = None) -> list[float]:
+    """Wall time of each run; the client's CPU time of each run is appended to ``cpu`` when given."""
     walls = []
     for _ in range(runs):
+        cpu_start = time.process_time()
         for robot in network.crew:
             robot.clear_messages()
         start = time.perf_counter()
         result = await network.arun("Plan, work, reduce.")
         walls.append(time.perf_counter() - start)
+        if cpu is not None:
+            cpu.append(time.process_time() - cpu_start)
         assert result.value.robot_name == "reducer", result
         assert len(result.context) == 3 + WORKERS, list(result.context)  # run_params + 10 robots
     return walls
 
 
-async def server_concurrency(server: FakeLLMServer) -> tuple[float, float]:
+async def server_concurrency(server: Server) -> tuple[float, float]:
     """Wall time of 8 simultaneous requests: raw HTTP (the server alone), then through litellm (warmed up)."""
     import httpx
 
@@ -103,7 +116,7 @@ async def server_concurrency(server: FakeLLMServer) -> tuple[float, float]:
     return raw, time.perf_counter() - start
 
 
-async def measured_chain(server: FakeLLMServer, runs: int) -> float:
+async def measured_chain(server: Server, runs: int) -> float:
     """The critical path as this stack runs it: three robot calls one after another (median)."""
     robot = robotlab.build(name="chain", system_prompt="You are chain", model=MODEL,
                            llm=LLMClient(api_base=server.base_url, api_key="sk-fake", num_retries=0))
@@ -117,26 +130,32 @@ async def measured_chain(server: FakeLLMServer, runs: int) -> float:
     return statistics.median(walls[1:])
 
 
-def report(label: str, walls: list[float], critical: float, total: float) -> dict[str, Any]:
+def report(label: str, walls: list[float], critical: float, total: float,
+           cpu: list[float] | None = None) -> dict[str, Any]:
     wall = statistics.median(walls)
     target = critical * 1.05 + 0.050
     row = {"wall_ms": wall * 1e3, "min_ms": min(walls) * 1e3, "max_ms": max(walls) * 1e3,
            "critical_path_ms": critical * 1e3, "sum_ms": total * 1e3, "wall_over_critical": wall / critical,
            "wall_over_sum": wall / total, "target_ms": target * 1e3, "meets_target": wall <= target}
-    print(f"{label:<26} wall {row['wall_ms']:7.1f} ms (min {row['min_ms']:.1f}, max {row['max_ms']:.1f})  "
-          f"critical {row['critical_path_ms']:6.0f} ms  sum {row['sum_ms']:6.0f} ms  "
+    if cpu:
+        row["client_cpu_ms_per_run"] = statistics.median(cpu) * 1e3
+    print(f"{label:<34} wall {row['wall_ms']:7.1f} ms (min {row['min_ms']:.1f}, max {row['max_ms']:.1f})  "
+          f"critical {row['critical_path_ms']:4.0f} ms  sum {row['sum_ms']:4.0f} ms  "
           f"wall/critical {row['wall_over_critical']:.3f}  wall/sum {row['wall_over_sum']:.3f}  "
-          f"target <= {row['target_ms']:.0f} ms: {'PASS' if row['meets_target'] else 'FAIL'}")
+          f"target <= {row['target_ms']:.0f} ms: {'PASS' if row['meets_target'] else 'FAIL'}"
+          + (f"  client CPU {row['client_cpu_ms_per_run']:.0f} ms/run" if cpu else ""))
     return row
 
 
 async def bench(runs: int, latency: float) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    with FakeLLMServer(responder=responder, latency=latency) as server:
+    critical, total = 3 * latency, (WORKERS + 2) * latency
+    print(f"fake server in a child process (FakeLLMServerProcess), {latency * 1e3:.0f} ms a call:")
+    with FakeLLMServerProcess(responder=responder, latency=latency) as server:
         raw, through_litellm = await server_concurrency(server)
         verdict = "concurrent" if raw < 1.5 * latency else "SERIALISED"
-        print(f"fake server: {WORKERS} simultaneous requests at {latency * 1e3:.0f} ms latency took "
-              f"{raw * 1e3:.1f} ms over raw HTTP -> {verdict}; {through_litellm * 1e3:.1f} ms through litellm")
+        print(f"fake server: {WORKERS} simultaneous requests took {raw * 1e3:.1f} ms over raw HTTP -> {verdict}; "
+              f"{through_litellm * 1e3:.1f} ms through litellm")
         results["server"] = {"parallel_raw_http_ms": raw * 1e3, "parallel_litellm_ms": through_litellm * 1e3,
                              "concurrent": raw < 1.5 * latency}
         chain = await measured_chain(server, runs)
@@ -144,22 +163,31 @@ async def bench(runs: int, latency: float) -> dict[str, Any]:
         results["measured_chain_ms"] = chain * 1e3
         plain = build_network(server)
         await time_network(plain, 1)  # warm-up
-        critical, total = 3 * latency, (WORKERS + 2) * latency
-        walls = await time_network(plain, runs)
-        results["b3"] = report("B3 1 -> 8 -> 1", walls, critical, total)
+        cpu: list[float] = []
+        walls = await time_network(plain, runs, cpu)
+        results["b3"] = report("B3 1 -> 8 -> 1", walls, critical, total, cpu)
         results["b3_vs_measured_chain"] = report("  vs measured chain", walls, chain, total)
         stated = 2 * latency
         results["b3"]["wall_over_stated_400ms"] = results["b3"]["wall_ms"] / (stated * 1e3)
-        print(f"{'':<26} wall / spec's stated critical path ({stated * 1e3:.0f} ms): "
+        print(f"{'':<34} wall / spec's stated critical path ({stated * 1e3:.0f} ms): "
               f"{results['b3']['wall_over_stated_400ms']:.3f} (unreachable: the path is 3 sequential calls)")
         failing = build_network(server, failing=True)
         await time_network(failing, 1)
-        results["b3_one_failing"] = report("B3, one worker failing", await time_network(failing, runs),
-                                           critical, total - latency)
+        cpu = []
+        results["b3_one_failing"] = report("B3, one worker failing", await time_network(failing, runs, cpu),
+                                           critical, total - latency, cpu)
         tooled = build_network(server, tools=True)
         await time_network(tooled, 1)
-        results["b3_tool_branches"] = report("B3, a tool call a worker", await time_network(tooled, runs),
-                                             4 * latency, (2 * WORKERS + 2) * latency)
+        cpu = []
+        results["b3_tool_branches"] = report("B3, a tool call a worker", await time_network(tooled, runs, cpu),
+                                             4 * latency, (2 * WORKERS + 2) * latency, cpu)
+    print("for comparison, the fake server as a thread of this process (FakeLLMServer; its CPU shares the GIL):")
+    with FakeLLMServer(responder=responder, latency=latency) as thread_server:
+        plain = build_network(thread_server)
+        await time_network(plain, 1)
+        cpu = []
+        results["b3_in_process_server"] = report("B3 1 -> 8 -> 1, in-process server",
+                                                 await time_network(plain, runs, cpu), critical, total, cpu)
     return results
 
 

@@ -23,6 +23,9 @@ When the request has ``"stream": true`` a reply is sent as Server-Sent Events, e
 a chunk with the ``finish_reason``, a ``choices: []`` chunk with ``usage`` when
 ``stream_options.include_usage`` is true, then ``data: [DONE]``.
 
+:class:`FakeLLMServerProcess` runs the same server in a child process (for benchmarks: its CPU then
+never competes with the client for the GIL, as with a real provider on another machine).
+
 ``POST /v1/embeddings`` needs no script: every input text gets :func:`fake_embedding`, a deterministic
 bag-of-words vector (texts sharing words score higher) of ``dimensions`` floats when the request
 says so, base64 when ``encoding_format`` is ``"base64"``; :attr:`FakeLLMServer.embedding_requests`
@@ -53,6 +56,7 @@ from typing import Any, TypeAlias
 __all__ = [
     "CutStream",
     "FakeLLMServer",
+    "FakeLLMServerProcess",
     "Fault",
     "Reply",
     "Responder",
@@ -944,3 +948,161 @@ class FakeLLMServer:
         if cut and not plan.graceful:
             return False  # _handle closes the connection mid-body
         return keep_alive
+
+
+# ------------------------------------------------------------------------------------- child process
+
+
+def _serve_in_child(conn: Any, steps: tuple[Step, ...], options: dict[str, Any]) -> None:
+    """Run a :class:`FakeLLMServer` in this (child) process until the parent says stop or goes away."""
+    server = FakeLLMServer(*steps, **options)
+    try:
+        server.start()
+    except BaseException as exc:
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("port", server.port))
+    try:
+        while True:
+            try:
+                command = conn.recv()
+            except (EOFError, OSError):
+                break  # the parent went away
+            if command == "requests":
+                conn.send(server.requests)
+            else:
+                break
+    finally:
+        server.stop()
+
+
+class FakeLLMServerProcess:
+    """A :class:`FakeLLMServer` run in a child process, so its CPU never competes with the caller's GIL.
+
+    For benchmarks: a real provider is another machine, and an in-process server thread makes the client
+    wait for the GIL before each response goes out. Same wire behaviour and keyword arguments as
+    :class:`FakeLLMServer`, but everything is fixed when it is built: ``steps``, ``default``, ``latency``
+    and ``responder`` are pickled into the child (``multiprocessing`` "spawn"), so a responder must be a
+    module-level function. :attr:`requests` fetches the bodies the child received so far::
+
+        with FakeLLMServerProcess(default=reply("Hi"), latency=0.2) as server:
+            await litellm.acompletion(..., api_base=server.base_url)
+    """
+
+    def __init__(
+        self,
+        *steps: Step | str | ToolCall,
+        default: Step | str | ToolCall | None = None,
+        latency: float = 0.0,
+        responder: Responder | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self._steps = tuple(_as_step(s) for s in steps)
+        self._options: dict[str, Any] = {
+            "default": None if default is None else _as_step(default),
+            "latency": latency,
+            "responder": responder,
+            "host": host,
+            "port": port,
+        }
+        self._host = host
+        self._start_timeout = start_timeout
+        self._port: int | None = None
+        self._process: Any = None
+        self._conn: Any = None
+        self._lock = threading.Lock()
+
+    def start(self) -> FakeLLMServerProcess:
+        """Start the child process (idempotent) once it listens, and return ``self``."""
+        if self._process is not None:
+            return self
+        import multiprocessing
+        import pickle
+
+        try:
+            pickle.dumps((self._steps, self._options))
+        except Exception as exc:
+            raise TypeError(
+                "FakeLLMServerProcess sends its steps and responder to a child process, so they must be "
+                f"picklable (give a module-level function as responder, not a lambda or closure): {exc}"
+            ) from exc
+        context = multiprocessing.get_context("spawn")
+        conn, child_conn = context.Pipe()
+        process = context.Process(
+            target=_serve_in_child, args=(child_conn, self._steps, self._options),
+            name="robotlab-fake-llm-server", daemon=True,
+        )
+        process.start()
+        child_conn.close()
+        try:
+            if not conn.poll(self._start_timeout):
+                raise RuntimeError(f"FakeLLMServerProcess did not start within {self._start_timeout:g} s")
+            kind, value = conn.recv()
+        except (EOFError, RuntimeError) as exc:
+            process.kill()
+            process.join()
+            conn.close()
+            raise RuntimeError(f"FakeLLMServerProcess failed to start: {exc or 'the child exited'}") from exc
+        if kind == "error":
+            process.join()
+            conn.close()
+            raise RuntimeError(f"FakeLLMServerProcess failed to start: {value}")
+        self._process, self._conn, self._port = process, conn, value
+        return self
+
+    def stop(self) -> None:
+        """Stop the child process (idempotent). The server can be started again."""
+        process, conn = self._process, self._conn
+        if process is None:
+            return
+        with self._lock, contextlib.suppress(OSError):
+            conn.send("stop")
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        conn.close()
+        self._process = self._conn = self._port = None
+
+    def __enter__(self) -> FakeLLMServerProcess:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int:
+        """The child process id."""
+        if self._process is None:
+            raise RuntimeError("FakeLLMServerProcess is not running; call start() or use it as a context manager")
+        return int(self._process.pid)
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("FakeLLMServerProcess is not running; call start() or use it as a context manager")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``, without ``/v1``."""
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``: the ``api_base`` for litellm and the OpenAI SDK."""
+        return f"{self.url}/v1"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The chat completion request bodies the child received so far, in order (fetched over a pipe)."""
+        if self._conn is None:
+            raise RuntimeError("FakeLLMServerProcess is not running; call start() or use it as a context manager")
+        with self._lock:
+            self._conn.send("requests")
+            answer: list[dict[str, Any]] = self._conn.recv()
+        return answer

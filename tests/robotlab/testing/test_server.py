@@ -27,6 +27,7 @@ from litellm.exceptions import MidStreamFallbackError
 from robotlab.testing.server import (
     CutStream,
     FakeLLMServer,
+    FakeLLMServerProcess,
     Fault,
     Reply,
     SlowFirstByte,
@@ -617,3 +618,44 @@ def test_litellm_embedding_over_the_fake_server(server: FakeLLMServer) -> None:
                                  api_base=server.base_url, api_key="sk-fake")
     assert response.data[0]["embedding"] == pytest.approx(fake_embedding("hello world"))
     assert server.embedding_requests[0]["input"] == ["hello world"]
+
+
+# ------------------------------------------------------------------------------------- child process
+
+
+def pid_responder(body: dict[str, Any]) -> Any:
+    """Module-level (so picklable): answer "pid <n>" for "pid?", else fall back to the script."""
+    if body["messages"][-1]["content"] == "pid?":
+        return reply(f"pid {os.getpid()}")
+    return None
+
+
+async def test_server_process_answers_litellm_from_a_child_process() -> None:
+    with FakeLLMServerProcess(reply("scripted"), default="fallback", responder=pid_responder) as server:
+        texts = [
+            (await litellm.acompletion(**ask(server, content))).choices[0].message.content  # type: ignore[arg-type]
+            for content in ("pid?", "a", "b")
+        ]
+
+        assert texts == [f"pid {server.pid}", "scripted", "fallback"]
+        assert server.pid != os.getpid()
+        assert [body["messages"][-1]["content"] for body in server.requests] == ["pid?", "a", "b"]
+        base_url = server.base_url
+    with pytest.raises(RuntimeError, match="not running"):
+        server.requests  # noqa: B018
+    assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+
+
+def test_server_process_rejects_an_unpicklable_responder() -> None:
+    server = FakeLLMServerProcess(responder=lambda body: reply("x"))
+    with pytest.raises(TypeError, match="module-level function as responder"):
+        server.start()
+
+
+def test_server_process_reports_a_port_already_in_use() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(RuntimeError, match="failed to start: OSError"):
+            FakeLLMServerProcess(port=port).start()
