@@ -98,11 +98,13 @@ class Coalescer:
         return len(self._events)
 
     def add(self, event: Event) -> None:
-        """Buffer ``event``; a ``text.delta`` right after another one of the same run joins it."""
+        """Buffer ``event``; a ``text.delta`` right after another one of the same run (and, in a network's
+        run, of the same task) joins it."""
         if self._first_at is None:
             self._first_at = time.monotonic()
         last = self._events[-1] if self._events else None
-        joins = last is not None and last.kind == TEXT_DELTA and last.run_id == event.run_id
+        joins = (last is not None and last.kind == TEXT_DELTA and last.run_id == event.run_id
+                 and last.data.get("task") == event.data.get("task"))
         if event.kind == TEXT_DELTA and last is not None and joins:
             joined = f"{last.data.get('text', '')}{event.data.get('text', '')}"
             merged = {**last.data, **event.data, "text": joined}

@@ -236,3 +236,15 @@ def test_a_network_thread_chats_and_shows_its_history(client: Client, scripted_l
 
 def test_registry_holds_the_test_network() -> None:
     assert registry.is_network("helpdesk") and "helpdesk" not in registry.names()
+
+
+def test_deltas_of_different_tasks_are_not_merged() -> None:
+    from robotlab.streaming import Event
+    from robotlab_django.streaming import Coalescer
+
+    buffer = Coalescer(interval=60)
+    pieces = [("billing", "Re"), ("billing", "fund"), ("technical", "Re"), ("technical", "start"), ("billing", "ed")]
+    for seq, (task, piece) in enumerate(pieces, 1):  # two robots of one network run streaming side by side
+        buffer.add(Event(kind="text.delta", run_id="turn", seq=seq, ts=0.0, data={"text": piece, "task": task}))
+    merged = [(event.data["task"], event.data["text"], event.seq) for event in buffer.drain()]
+    assert merged == [("billing", "Refund", 2), ("technical", "Restart", 4), ("billing", "ed", 5)]

@@ -147,6 +147,7 @@
           entry.status.textContent = "thinking…";
           break;
         case "text.delta":
+          if (event.task && entry.task && event.task !== entry.task) { break; }  // a parallel robot's text
           if (!entry.streamed) { entry.text.textContent = ""; entry.streamed = true; }
           entry.text.appendChild(document.createTextNode(String(event.text || "")));
           entry.status.textContent = "typing…";
@@ -163,6 +164,7 @@
           stepBadge(entry, String(event.robot || event.task || "robot"), "running");
           entry.text.textContent = "";  // the reply shows the robot that started last
           entry.streamed = false;
+          entry.task = event.task || null;
           entry.status.textContent = String(event.task || event.robot || "a robot") + " is answering…";
           break;
         case "step.completed":
@@ -172,8 +174,8 @@
         case "step.failed":
           stepBadge(entry, String(event.robot || event.task || "robot"), "error");
           break;
-        case "run.completed":
-          if (!entry.streamed && event.reply) { entry.text.textContent = String(event.reply); }
+        case "run.completed":  // a network's final reply replaces the text of the robot shown last
+          if ((!entry.streamed || entry.task) && event.reply) { entry.text.textContent = String(event.reply); }
           finish(entry, "completed", "");
           break;
         case "run.failed":
