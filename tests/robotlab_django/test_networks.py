@@ -248,3 +248,30 @@ def test_deltas_of_different_tasks_are_not_merged() -> None:
         buffer.add(Event(kind="text.delta", run_id="turn", seq=seq, ts=0.0, data={"text": piece, "task": task}))
     merged = [(event.data["task"], event.data["text"], event.seq) for event in buffer.drain()]
     assert merged == [("billing", "Refund", 2), ("technical", "Restart", 4), ("billing", "ed", 5)]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_websocket_message_on_a_network_thread_streams_the_turn(scripted_llm: Script) -> None:
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    from tests.robotlab_django.test_consumers import _events, _frames_until_ended, _login, _socket
+
+    scripted_llm(text("billing"), text("Refund on its way."))
+    user, session = await sync_to_async(_login)("ada")
+    thread = await Thread.objects.acreate(user=user, robot_name="helpdesk")
+    socket = await _socket(thread.pk, session)
+    try:
+        assert (await socket.connect())[0] is True
+        await socket.send_json_to({"type": "message", "text": "Refund please"})
+        frames = await _frames_until_ended(socket)
+        queued = next(frame for frame in frames if frame["type"] == "queued")
+        row = await RobotResult.objects.aget(pk=queued["result_id"])
+        assert (row.robot_name, row.status, row.reply) == ("helpdesk", Status.COMPLETED, "Refund on its way.")
+        events = _events(frames)
+        assert {event["run_id"] for event in events} == {row.run_id}
+        assert [e["robot"] for e in events if e["kind"] == "step.started"] == ["classifier", "billing_agent"]
+        assert [e["kind"] for e in events][-2:] == ["run.completed", "stream.ended"]
+        await socket.disconnect()
+    finally:
+        await sync_to_async(connections.close_all)()
