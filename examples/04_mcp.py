@@ -60,8 +60,12 @@ try:
     result = robot.run("What time is it in Tokyo right now?")
     print(f"  MCP tools: {sorted(t.name for t in robot.mcp_tools)}")
     for tool_result in result.tool_calls:
-        now = json.loads(str(tool_result.data))
-        print(f"  {tool_result.tool.name}{tool_result.tool.input} -> {now['datetime']} ({now['timezone']})")
+        try:
+            now = json.loads(str(tool_result.data))
+            shown = f"{now['datetime']} ({now['timezone']})"
+        except (ValueError, KeyError, TypeError):  # an error text, when the model sent a bad timezone
+            shown = str(tool_result.data or tool_result.error).splitlines()[0]
+        print(f"  {tool_result.tool.name}{tool_result.tool.input} -> {shown}")
     print(f"  clock: {result.reply}")
 finally:
     robot.disconnect()

@@ -39,7 +39,7 @@ for snippet in SNIPPETS:
 print("\nthe next message the model will receive:")
 print(reviewer.inject_learnings("Review: json.load(open('config.json'))"))
 
-saved = reviewer.memory.get("learnings")
+saved = reviewer.memory.get("learnings") or []
 rebuilt = robotlab.build(name="reviewer", system_prompt=reviewer.instructions, llm=llm("Looks fine."))
 for learned in saved:
     rebuilt.learn(learned)
