@@ -261,7 +261,7 @@ def run(clients: int, tokens: int, rate: float, timeout: float, layer: str, work
         _wait_for_port(port, 30)
         if layer != "memory":
             time.sleep(2.0)  # let the worker start consuming, so its start-up is not in the CPU figures
-        outcome = asyncio.run(_drive(port, pairs, start, timeout))
+        outcome = asyncio.run(asyncio.wait_for(_drive(port, pairs, start, timeout), 3 * timeout))
         cpu = {name: _cpu_seconds(process.pid) - cpu[name] for name, process in processes.items()}
     except BaseException:
         for name in processes:
@@ -394,7 +394,8 @@ def main() -> int:
 
         connections.close_all()
         if args.db == "postgres":
-            _postgres(f"DROP DATABASE IF EXISTS {os.environ['ROBOTLAB_TEST_DATABASE_URL'].rsplit('/', 1)[1]}")
+            name = os.environ["ROBOTLAB_TEST_DATABASE_URL"].rsplit("/", 1)[1]
+            _postgres(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         shutil.rmtree(workdir, ignore_errors=True)
     report = {"benchmark": "B2 streaming", "python": platform.python_version(), "machine": platform.machine(),
               "cpus": os.cpu_count(), "database": database, "targets": TARGETS, "results": results}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -72,6 +73,18 @@ async def test_the_owner_gets_live_events(close_connections: None) -> None:
     assert events[0]["kind"] == "run.started" and events[0]["run_id"] == row.run_id
     assert "".join(e["text"] for e in events if e["kind"] == "text.delta") == "live words for you"
     assert [e["cursor"] for e in events] == sorted(e["cursor"] for e in events)
+    await socket.disconnect()
+
+
+async def test_a_run_in_a_worker_thread_reaches_the_socket_stamped(close_connections: None) -> None:
+    # the "thread" executor's case: a sync run in another thread publishes on the consumers' loop
+    _user, session, thread = await _owned_thread()
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    row = await asyncio.to_thread(services.run_robot, thread, "echo", "hi", llm=FakeLLM([text("from a thread")]))
+    frames = await _frames_until_ended(socket)
+    assert "".join(e["text"] for e in _events(frames) if e["kind"] == "text.delta") == row.reply == "from a thread"
+    assert all(frame["t_emit"] >= max(event["ts"] for event in frame["events"]) for frame in frames)
     await socket.disconnect()
 
 

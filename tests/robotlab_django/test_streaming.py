@@ -98,6 +98,19 @@ def test_a_sync_run_reaches_the_threads_group() -> None:
         RunEvent.objects.filter(thread_id=thread.pk).order_by("pk").values_list("pk", flat=True))
     assert "".join(event["text"] for event in events if event["kind"] == "text.delta") == row.reply
     assert len(messages) < 20  # not one channel message per token
+    for message in messages:  # stamped when the batch left the coalescer, after its events happened
+        assert message["t_emit"] >= max(event["ts"] for event in message["events"])
+
+
+def test_the_flush_policy_comes_from_the_settings(settings: Any) -> None:
+    assert (Coalescer.from_settings().interval, Coalescer.from_settings().max_deltas) == (0.05, FLUSH_DELTAS)
+    settings.ROBOTLAB = {"STREAM_FLUSH_INTERVAL": 0.2, "STREAM_FLUSH_DELTAS": 3}
+    buffer = Coalescer.from_settings()
+    assert buffer.interval == 0.2
+    for seq in range(1, 4):
+        assert not buffer.is_due
+        buffer.add(_delta(seq, "x"))
+    assert buffer.is_due  # at 3 deltas, before the 0.2 s
 
 
 async def _drain(layer: Any, channel: str) -> list[dict[str, Any]]:
