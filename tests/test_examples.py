@@ -126,6 +126,15 @@ EXPECTED: dict[str, list[str]] = {
         "memory.json",
         "final_article.md",
     ],
+    "16_writers_room.py": [
+        "[room] writer_1: Outline is in memory; I have ch. 1.",
+        "writer_2 recruited writer_3",
+        "turn 2: ['writer_1', 'writer_2', 'writer_3']",
+        "[memory] writer_3 wrote chapter_3",
+        "complete: True after 3 turn(s); writers: 3 (1 recruited); "
+        "claims: {'1': 'writer_1', '2': 'writer_2', '3': 'writer_3'}",
+        "book.md",
+    ],
     "17_skills.py": [
         "skills (the robot's, then the template's): ['concise', 'friendly_tone', 'safety']",
         "temperature from the friendly_tone skill: 0.6",
