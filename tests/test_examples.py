@@ -225,6 +225,13 @@ EXPECTED: dict[str, list[str]] = {
         "most analysts running at once: 4",
         "recommendation: GO - five of six",
     ],
+    "33_stock_predictor.py": [
+        "window 1: predicted 98.99-100.58, actual 99.92-103.13, mean error 1.74",
+        "'ema_alpha': 0.35",
+        "'ema_vol_multiplier': 2.5",
+        "46 ticks, 3 windows; the tuner learned: ['window 1: Set ema_alpha = 0.35. The forecast lags the uptrend.', "
+        "'window 2: Set ema_vol_multiplier = 2.5.",
+    ],
     "34_agent_skills.py": [
         "missing 'description', skipping broken",
         "catalog: ['check_style']",
