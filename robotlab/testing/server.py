@@ -983,7 +983,8 @@ class FakeLLMServerProcess:
     wait for the GIL before each response goes out. Same wire behaviour and keyword arguments as
     :class:`FakeLLMServer`, but everything is fixed when it is built: ``steps``, ``default``, ``latency``
     and ``responder`` are pickled into the child (``multiprocessing`` "spawn"), so a responder must be a
-    module-level function. :attr:`requests` fetches the bodies the child received so far::
+    module-level function, and a script that starts one needs the ``if __name__ == "__main__":`` guard.
+    :attr:`requests` fetches the bodies the child received so far::
 
         with FakeLLMServerProcess(default=reply("Hi"), latency=0.2) as server:
             await litellm.acompletion(..., api_base=server.base_url)
@@ -1044,7 +1045,8 @@ class FakeLLMServerProcess:
             process.kill()
             process.join()
             conn.close()
-            raise RuntimeError(f"FakeLLMServerProcess failed to start: {exc or 'the child exited'}") from exc
+            reason = str(exc) or "the child exited (is the main module guarded by if __name__ == '__main__'?)"
+            raise RuntimeError(f"FakeLLMServerProcess failed to start: {reason}") from exc
         if kind == "error":
             process.join()
             conn.close()
