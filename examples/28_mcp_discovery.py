@@ -17,6 +17,7 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from _offline import llm
 
@@ -25,7 +26,7 @@ from robotlab.mcp import ServerDiscovery
 from robotlab.testing import tool_call
 
 time_command = shutil.which("mcp-server-time") or str(Path(sys.executable).parent / "mcp-server-time")
-SERVERS = [
+SERVERS: list[dict[str, Any]] = [
     {"name": "filesystem", "description": "Read, write, and search local files and directories",
      "transport": {"type": "stdio", "command": "mcp-server-filesystem-not-installed"}},
     {"name": "github", "description": "GitHub repositories, issues, pull requests and code search",
@@ -35,7 +36,7 @@ SERVERS = [
 ]
 
 
-def names(servers: list) -> list[str]:
+def names(servers: list[dict[str, Any]]) -> list[str]:
     return [server["name"] for server in servers]
 
 
