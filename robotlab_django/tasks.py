@@ -30,7 +30,9 @@ from datetime import timedelta
 from typing import Any
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError, transaction
+from celery.exceptions import WorkerLostError
+from celery.signals import task_failure
+from django.db import InterfaceError, OperationalError, close_old_connections, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -87,7 +89,8 @@ def execute(result_id: Any, *, retried: bool = False, redelivered: bool = False)
     ``retried`` says the earlier execution of this run is over (the task is a retry: its worker was
     lost, or it raised), so a row left ``running`` by it is taken over and executed again.
     ``redelivered`` (the broker delivers the message again) takes over a row ``running`` for longer
-    than ``ROBOTLAB["RUN_LEASE"]``.
+    than ``ROBOTLAB["RUN_LEASE"]`` only, even for a retry: a message redelivered after its
+    ``visibility_timeout`` may still be executing elsewhere.
 
     Returns:
         ``{"result_id", "run_id", "status", "attempts", "skipped"}``; ``skipped`` is true when the
@@ -99,7 +102,7 @@ def execute(result_id: Any, *, retried: bool = False, redelivered: bool = False)
     if row is None:
         logger.warning("robotlab: run %s is gone; dropping its task", result_id)
         return {"result_id": result_id, "run_id": "", "status": "missing", "attempts": 0, "skipped": True}
-    if retried or (redelivered and _lease_expired(row)):
+    if (retried and not redelivered) or (redelivered and _lease_expired(row)):
         _take_over(row)
     skipped = row.status not in _WAITING or fail_exhausted(row)
     if not skipped:
@@ -115,6 +118,24 @@ def run_robot(self: Any, result_id: int) -> dict[str, Any]:
     """Run the queued robot result ``result_id`` (see :func:`execute`); a duplicate delivery does nothing."""
     return execute(result_id, retried=bool(self.request.retries),
                    redelivered=bool((self.request.delivery_info or {}).get("redelivered")))
+
+
+@task_failure.connect
+def _worker_lost(sender: Any = None, exception: BaseException | None = None, args: Any = None,
+                 **kwargs: Any) -> None:
+    """In the worker's main process: the pool child died once more than ``run_robot`` retries.
+
+    Celery then acknowledges the message (it is not requeued), so nothing would run the run again:
+    fail it now when its attempts are used up (else :func:`requeue_stuck` re-queues it later).
+    """
+    if getattr(sender, "name", None) != run_robot.name or not isinstance(exception, WorkerLostError) or not args:
+        return
+    if not connection.in_atomic_block:  # the main process runs no tasks: its connection may be stale
+        close_old_connections()
+    row = app_settings.result_model().objects.filter(pk=args[0]).first()
+    if row is not None and not fail_exhausted(row):
+        logger.warning("robotlab: run %s lost its worker after %s attempts; robotlab_requeue_stuck will re-queue it",
+                       row.pk, row.attempts)
 
 
 def _send(result_id: Any, task_id: str, queue: str) -> None:

@@ -17,9 +17,9 @@ from tests.robotlab_django.celery_app import app
 __all__ = ["RUN_LEASE", "VISIBILITY_TIMEOUT", "app"]
 
 #: Seconds before a message of a lost worker is delivered again.
-VISIBILITY_TIMEOUT = 8.0
+VISIBILITY_TIMEOUT = 20.0
 #: Seconds a run may be ``running`` before a redelivery takes it over.
-RUN_LEASE = 6.0
+RUN_LEASE = 15.0
 
 settings.ROBOTLAB = {**settings.ROBOTLAB, "RUN_LEASE": RUN_LEASE}
 

@@ -8,7 +8,9 @@ thing mid-stream and prints what it observed as one JSON line; the test asserts 
 * ``worker-kill --mode child``: SIGKILL the worker's pool child mid-run; its parent requeues the
   message (``reject_on_worker_lost``) and a new child runs it again.
 * ``worker-kill --mode node``: SIGKILL the whole worker mid-run, start a new one; the broker
-  redelivers the unacked message after its ``visibility_timeout`` (2 s here).
+  redelivers the unacked message after its ``visibility_timeout`` (20 s here: fault_celery.py).
+* ``poison-run``: SIGKILL the pool child on every attempt; after ``TASK_MAX_ATTEMPTS`` the run is
+  marked failed instead of looping.
 * ``socket-drop``: a websocket client drops its connection several times mid-stream and resumes
   after its last cursor.
 * ``redis-restart``: the channel layer's Redis (a private server) is killed mid-stream and started
@@ -281,6 +283,7 @@ def _facts(pk: int) -> dict[str, Any]:
     row = _row(pk)
     kinds = list(RunEvent.objects.filter(result_id=pk).order_by("pk").values_list("kind", flat=True))
     return {"status": str(row.status), "attempts": row.attempts, "reply": row.reply, "error": row.error,
+            "error_type": row.error_type,
             "rows_on_thread": RobotResult.objects.filter(thread_id=row.thread_id).count(),
             "replayed_text": _replayed_text(pk), "kinds": kinds}
 
@@ -322,6 +325,37 @@ def worker_kill(mode: str, processes: Processes) -> dict[str, Any]:
     wait_for(lambda: _finished(clean.pk), "the clean run to finish")
     return {"killed": killed, "deltas_at_kill": deltas_at_kill, "run": _facts(victim.pk),
             "clean": _facts(clean.pk)}
+
+
+def _streaming_attempt(pk: int) -> int:
+    """How many times the running run has started, once text follows its last ``run.started`` (else 0)."""
+    from robotlab_django.models import RunEvent
+
+    kinds = list(RunEvent.objects.filter(result_id=pk).order_by("pk").values_list("kind", flat=True))
+    if "run.started" not in kinds or str(_row(pk).status) != "running":
+        return 0
+    last_start = len(kinds) - 1 - kinds[::-1].index("run.started")
+    return kinds.count("run.started") if "text.delta" in kinds[last_start:] else 0
+
+
+def poison_run(processes: Processes) -> dict[str, Any]:
+    """Kill the pool child on every attempt of a run: it must end failed, not loop."""
+    import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
+    from robotlab_django import services, tasks
+    from robotlab_django.conf import app_settings
+
+    user, _session = _setup()
+    queue = f"robotlab-faults-{uuid.uuid4().hex[:8]}"
+    row = services.start_run(services.get_thread(None, user=user), "echo", "Go")
+    tasks.enqueue(row, queue=queue)  # autocommit: sent at once
+    worker = processes.worker(queue)
+    limit = int(app_settings.TASK_MAX_ATTEMPTS)
+    for attempt in range(1, limit + 1):
+        wait_for(lambda n=attempt: _streaming_attempt(row.pk) == n, f"attempt {attempt} to stream")
+        for pid in children(worker.pid):
+            os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: _finished(row.pk), "the run to be given up")
+    return {"kills": limit, "limit": limit, "run": _facts(row.pk)}
 
 
 def _run_in_background(pk: int) -> Any:
@@ -422,7 +456,7 @@ def _processes(workdir: Path) -> Iterator[Processes]:
 def main() -> int:
     """Run one scenario (the environment names the database and Redis) and print its facts as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=["worker-kill", "socket-drop", "redis-restart"])
+    parser.add_argument("scenario", choices=["worker-kill", "poison-run", "socket-drop", "redis-restart"])
     parser.add_argument("--mode", choices=["child", "node"], default="child")
     parser.add_argument("--drops", type=int, default=4)
     parser.add_argument("--workdir", type=Path, required=True)
@@ -438,6 +472,8 @@ def main() -> int:
     with _processes(args.workdir) as processes:
         if args.scenario == "worker-kill":
             facts = worker_kill(args.mode, processes)
+        elif args.scenario == "poison-run":
+            facts = poison_run(processes)
         elif args.scenario == "socket-drop":
             facts = socket_drop(processes, args.drops)
         else:

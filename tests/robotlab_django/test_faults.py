@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from celery.exceptions import WorkerLostError
+from celery.signals import task_failure
 from django.utils import timezone
 
 from robotlab.testing import text
@@ -63,6 +65,7 @@ def test_only_a_retry_or_a_redelivery_past_the_lease_takes_over_a_running_run(sc
     RobotResult.objects.filter(pk=row.pk).update(status=Status.RUNNING, attempts=1, started_at=timezone.now())
     assert tasks.execute(row.pk)["skipped"] is True  # a duplicate while it may still be running
     assert tasks.execute(row.pk, redelivered=True)["skipped"] is True  # redelivered within the lease
+    assert tasks.execute(row.pk, retried=True, redelivered=True)["skipped"] is True  # a retry's duplicate
     assert llm.requests == []
     outcome = tasks.execute(row.pk, retried=True)  # the worker saw the child die and sent a retry
     assert (outcome["status"], outcome["attempts"], outcome["skipped"]) == ("completed", 2, False)
@@ -73,6 +76,20 @@ def test_only_a_retry_or_a_redelivery_past_the_lease_takes_over_a_running_run(sc
     RobotResult.objects.filter(pk=other.pk).update(status=Status.RUNNING, attempts=1, started_at=long_ago)
     assert tasks.execute(other.pk, redelivered=True)["status"] == "completed"
     assert RobotResult.objects.get(pk=other.pk).reply == "once more" and len(llm.requests) == 2
+
+
+@pytest.mark.django_db
+def test_a_worker_lost_past_the_retries_fails_the_run_once_its_attempts_are_used_up() -> None:
+    spent, fresh = services.start_run("s-lost", "echo", "Hi"), services.start_run("s-lost", "echo", "Hi")
+    RobotResult.objects.filter(pk=spent.pk).update(status=Status.RUNNING, attempts=3)
+    RobotResult.objects.filter(pk=fresh.pk).update(status=Status.RUNNING, attempts=1)
+    for row in (spent, fresh):  # what Celery's main process sends when it acks the lost message
+        task_failure.send(sender=tasks.run_robot, task_id="t", exception=WorkerLostError("SIGKILL"), args=(row.pk,))
+    task_failure.send(sender=tasks.run_robot, task_id="t", exception=ValueError("other"), args=(fresh.pk,))
+    spent.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (spent.status, spent.error_type) == (Status.FAILED, "AttemptsExhausted")
+    assert fresh.status == Status.RUNNING  # attempts left: robotlab_requeue_stuck re-queues it
 
 
 @pytest.mark.slow
@@ -89,6 +106,19 @@ def test_a_worker_killed_mid_run_completes_it_on_redelivery_exactly_once(tmp_pat
     assert run["replayed_text"] == clean["reply"]  # a client replaying the stored events ends with it too
     assert run["kinds"].count("run.started") == 2
     assert run["kinds"].count("run.completed") == 1 and run["kinds"][-1] == "stream.ended"
+
+
+@pytest.mark.slow
+def test_a_run_that_kills_its_worker_every_time_is_failed_after_its_attempts(tmp_path: Path) -> None:
+    facts = _scenario(tmp_path, "poison-run")
+    run = facts["run"]
+    assert facts["kills"] == facts["limit"] == 3  # ROBOTLAB["TASK_MAX_ATTEMPTS"]
+    assert (run["status"], run["error_type"], run["attempts"]) == ("failed", "AttemptsExhausted", 3)
+    assert run["error"] == ("Gave up after 3 attempts (ROBOTLAB['TASK_MAX_ATTEMPTS'] is 3); its worker was "
+                            "lost each time.")
+    assert run["kinds"].count("run.started") == 3 and "run.completed" not in run["kinds"]
+    assert run["kinds"][-2:] == ["run.failed", "stream.ended"], run["kinds"]
+    assert run["rows_on_thread"] == 1
 
 
 @pytest.mark.slow
