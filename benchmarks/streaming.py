@@ -153,8 +153,8 @@ async def _collect(socket_: Any, timeout: float) -> dict[str, Any]:
     text, frames, emit, age, first, last, ended = [], 0, [], [], 0.0, 0.0, False
     deadline = time.monotonic() + timeout
     while not ended:
-        try:
-            raw = await socket_.receive_str(timeout=max(0.1, deadline - time.monotonic()))
+        try:  # aiohttp's own receive timeout restarts on every ping from daphne (20 s), so bound it here
+            raw = await asyncio.wait_for(socket_.receive_str(), max(0.1, deadline - time.monotonic()))
         except TimeoutError:  # stream.ended was lost (or never sent): count what arrived
             break
         received = time.time()

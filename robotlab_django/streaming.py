@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import queue
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -219,24 +219,15 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
         What the coroutine returned; its exception is raised after the last batch went out.
     """
     layer = get_layer() if layer is None else layer
-    offset = stored_seq(result_id)
-    events: queue.SimpleQueue[Event | None] = queue.SimpleQueue()
-    future = asyncio.run_coroutine_threadsafe(_run(start, _tee(events.put, on_event)), get_loop())
-    future.add_done_callback(lambda _: events.put(None))
-    buffer, done = Coalescer.from_settings(), False
-    send = _sender(layer)
+    inbox = _Inbox(Coalescer.from_settings(), stored_seq(result_id))
+    future = asyncio.run_coroutine_threadsafe(_run(start, _tee(inbox.put, on_event)), get_loop())
+    future.add_done_callback(lambda _: inbox.close())
+    send, done = _sender(layer), False
     try:
         while not done:
-            try:
-                item = events.get(timeout=buffer.time_left())
-            except queue.Empty:
-                item = None
-            else:
-                done = item is None
-            if item is not None:
-                buffer.add(_shift(item, offset))
-            if len(buffer) and (done or buffer.is_due):
-                batch, emitted = buffer.drain(), time.time()
+            batch, done = inbox.take()
+            if batch:
+                emitted = time.time()
                 payload = _persist(thread_id, result_id, batch)
                 if send is not None:
                     _publish_sync(send, thread_id, payload, emitted)
@@ -244,6 +235,44 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
         future.cancel()
         raise
     return future.result()
+
+
+class _Inbox:
+    """A run's coalescer filled from the robot's loop and emptied by the flushing thread.
+
+    The thread sleeps until a batch is due (its first event starts the timer) instead of waking
+    for every token: with many concurrent runs in one worker, per-token wake-ups of as many threads
+    fight over the GIL and delay every flush.
+    """
+
+    def __init__(self, buffer: Coalescer, offset: int) -> None:
+        self._buffer = buffer
+        self._offset = offset
+        self._ready = threading.Condition()
+        self._closed = False
+
+    def put(self, event: Event) -> None:
+        """Buffer ``event``; wake the thread when it starts a batch or makes one due."""
+        with self._ready:
+            first = self._buffer.time_left() is None
+            self._buffer.add(_shift(event, self._offset))
+            if first or self._buffer.is_due:
+                self._ready.notify()
+
+    def close(self) -> None:
+        """No more events: the next :meth:`take` returns what is left."""
+        with self._ready:
+            self._closed = True
+            self._ready.notify()
+
+    def take(self) -> tuple[list[Event], bool]:
+        """Block until a batch is due or the run ended: ``(events, ended)``."""
+        with self._ready:
+            while True:
+                left = self._buffer.time_left()
+                if self._closed or left == 0.0:
+                    return self._buffer.drain(), self._closed
+                self._ready.wait(left)
 
 
 _consumer_loop: asyncio.AbstractEventLoop | None = None
