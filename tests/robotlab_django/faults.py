@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import signal
@@ -197,11 +198,12 @@ class Watcher:
             self.ended.add(run)
 
     async def follow(self, http: Any, run_id: str, *, drop_after: int = 0, drops: int = 0,
-                     timeout: float = WAIT) -> None:
+                     missed: Callable[[int], bool] | None = None, timeout: float = WAIT) -> None:
         """Watch until ``run_id``'s ``stream.ended``, reconnecting (after the cursor) whenever the socket goes.
 
         ``drops`` times, the client cuts its own connection (no close frame) once it has received
-        ``drop_after`` event frames on it (a replay is one frame; live batches come every ~50 ms).
+        ``drop_after`` event frames on it (a replay is one frame; live batches come every ~50 ms),
+        and stays away until ``missed(cursor)`` says events were stored after its cursor.
         """
         import aiohttp
 
@@ -226,6 +228,9 @@ class Watcher:
                     if drops and frames >= drop_after:
                         drops -= 1
                         socket_.get_extra_info("socket").shutdown(socket.SHUT_RDWR)
+                        if missed is not None:
+                            await asyncio.to_thread(wait_for, functools.partial(missed, self.cursor),
+                                                    "events stored after the cut")
                         break
                     frame = await socket_.receive(timeout=max(0.1, deadline - time.monotonic()))
                     if frame.type != aiohttp.WSMsgType.TEXT:
@@ -265,6 +270,12 @@ def _saved_deltas(pk: int) -> int:
     from robotlab_django.models import RunEvent
 
     return RunEvent.objects.filter(result_id=pk, kind="text.delta").count()
+
+
+def _stored_after(pk: int, cursor: int) -> bool:
+    from robotlab_django.models import RunEvent
+
+    return RunEvent.objects.filter(result_id=pk, pk__gt=cursor).exists()
 
 
 def _replayed_text(pk: int) -> str:
@@ -338,6 +349,10 @@ def _streaming_attempt(pk: int) -> int:
     return kinds.count("run.started") if "text.delta" in kinds[last_start:] else 0
 
 
+def _streams_attempt(pk: int, attempt: int) -> bool:
+    return _streaming_attempt(pk) == attempt
+
+
 def poison_run(processes: Processes) -> dict[str, Any]:
     """Kill the pool child on every attempt of a run: it must end failed, not loop."""
     import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
@@ -351,10 +366,12 @@ def poison_run(processes: Processes) -> dict[str, Any]:
     worker = processes.worker(queue)
     limit = int(app_settings.TASK_MAX_ATTEMPTS)
     for attempt in range(1, limit + 1):
-        wait_for(lambda n=attempt: _streaming_attempt(row.pk) == n, f"attempt {attempt} to stream")
+        wait_for(functools.partial(_streams_attempt, row.pk, attempt), f"attempt {attempt} to stream")
         for pid in children(worker.pid):
             os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: _finished(row.pk), "the run to be given up")
+    # the row is failed first, then run.failed and stream.ended are stored
+    wait_for(lambda: _finished(row.pk) and "stream.ended" in _facts(row.pk)["kinds"],
+             "the run to be given up and its end stored")
     return {"kills": limit, "limit": limit, "run": _facts(row.pk)}
 
 
@@ -390,7 +407,8 @@ def socket_drop(processes: Processes, drops: int) -> dict[str, Any]:
         import aiohttp
 
         async with aiohttp.ClientSession() as http:
-            follow = asyncio.ensure_future(client.follow(http, row.run_id, drop_after=3, drops=drops))
+            follow = asyncio.ensure_future(client.follow(http, row.run_id, drop_after=3, drops=drops,
+                                                         missed=lambda cursor: _stored_after(row.pk, cursor)))
             await asyncio.to_thread(wait_for, lambda: client.connects, "the client's first connection")
             runner = _run_in_background(row.pk)
             await follow
