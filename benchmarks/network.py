@@ -16,6 +16,10 @@ Also measured: the fake server's own concurrency (8 simultaneous litellm calls),
 worker failing (HTTP 500: it becomes an error result and the run goes on), and the DAG where every worker
 makes one tool call first (two LLM calls a worker, critical path 4 L).
 
+Every line goes through litellm (``LLMClient``) except the one labelled "direct OpenAI-compatible client": the
+same B3 DAG with ``robotlab.OpenAICompatibleLLM`` for every robot (plain httpx, no litellm request pipeline),
+to show how much of the wall is litellm's per-call CPU serialised by the GIL.
+
     .venv/bin/python benchmarks/network.py [--runs 5] [--latency 0.2] [--json out.json]
 """
 
@@ -34,8 +38,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import robotlab  # noqa: E402
-from robotlab.llm import LLMClient, load_litellm  # noqa: E402
+from robotlab.llm import LLM, LLMClient, load_litellm  # noqa: E402
 from robotlab.network import Network, create_network  # noqa: E402
+from robotlab.openai_compat import OpenAICompatibleLLM  # noqa: E402
 from robotlab.testing.server import FakeLLMServer, FakeLLMServerProcess, call, fault, reply  # noqa: E402
 
 MODEL = "openai/gpt-4o-mini"
@@ -62,9 +67,12 @@ def responder(body: dict[str, Any]) -> Any:
 Server = FakeLLMServer | FakeLLMServerProcess
 
 
-def build_network(server: Server, *, failing: bool = False, tools: bool = False) -> Network:
+def build_network(server: Server, *, failing: bool = False, tools: bool = False, direct: bool = False) -> Network:
     def robot(name: str, *, fail: bool = False, with_tool: bool = False) -> robotlab.Robot:
-        client = LLMClient(api_base=server.base_url, api_key="sk-fake", num_retries=0)
+        client: LLM = (
+            OpenAICompatibleLLM(api_base=server.base_url, api_key="sk-fake") if direct
+            else LLMClient(api_base=server.base_url, api_key="sk-fake", num_retries=0)
+        )
         prompt = f"{'FAIL ' if fail else ''}You are {name}"
         return robotlab.build(name=name, system_prompt=prompt, model=MODEL, llm=client,
                               local_tools=[lookup] if with_tool else [])
@@ -165,12 +173,17 @@ async def bench(runs: int, latency: float) -> dict[str, Any]:
         await time_network(plain, 1)  # warm-up
         cpu: list[float] = []
         walls = await time_network(plain, runs, cpu)
-        results["b3"] = report("B3 1 -> 8 -> 1", walls, critical, total, cpu)
+        results["b3"] = report("B3 1 -> 8 -> 1 (litellm)", walls, critical, total, cpu)
         results["b3_vs_measured_chain"] = report("  vs measured chain", walls, chain, total)
         stated = 2 * latency
         results["b3"]["wall_over_stated_400ms"] = results["b3"]["wall_ms"] / (stated * 1e3)
         print(f"{'':<34} wall / spec's stated critical path ({stated * 1e3:.0f} ms): "
               f"{results['b3']['wall_over_stated_400ms']:.3f} (unreachable: the path is 3 sequential calls)")
+        direct = build_network(server, direct=True)
+        await time_network(direct, 1)
+        cpu = []
+        walls = await time_network(direct, runs, cpu)
+        results["b3_direct_client"] = report("B3 direct OpenAI-compatible client", walls, critical, total, cpu)
         failing = build_network(server, failing=True)
         await time_network(failing, 1)
         cpu = []

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage, UserMessage
     from .narrator import Narrator
     from .network import Network, create_network
+    from .openai_compat import OpenAICompatibleLLM
     from .result import RobotResult
     from .robot import DEFAULT_MAX_TOOLS, Robot, build
     from .run_config import RunConfig
@@ -117,6 +118,7 @@ _EXPORTS: dict[str, str] = {
     "Narrator": "narrator",
     "Network": "network",
     "NetworkRunHookContext": "hooks",
+    "OpenAICompatibleLLM": "openai_compat",
     "QueueChannel": "ask",
     "RactorBoundaryError": "errors",
     "Robot": "robot",
