@@ -216,6 +216,8 @@ class OpenAICompatibleLLM:
         if response.status_code >= 400:
             raise _status_error(response, response.content)
         data = response.json()
+        if not isinstance(data, dict) or not data.get("choices"):
+            raise ValueError(f"the answer is not a chat completion (no choices): {response.text[:200]}")
         choice = data["choices"][0]
         message = choice.get("message") or {}
         calls = [

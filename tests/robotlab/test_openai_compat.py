@@ -150,6 +150,22 @@ async def test_stream_cut_is_reported_as_an_interrupted_stream(server: FakeLLMSe
     assert pieces == ["a", " b"]
 
 
+async def test_an_answer_that_is_not_a_chat_completion_is_an_inference_error() -> None:
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                     b"Connection: close\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    other = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = other.sockets[0].getsockname()[1]
+    async with other:
+        llm = OpenAICompatibleLLM(api_base=f"http://127.0.0.1:{port}/v1")
+        with pytest.raises(InferenceError, match=r"not a chat completion \(no choices\): \{\}"):
+            await llm.complete(request())
+
+
 async def test_missing_model_is_a_configuration_error(server: FakeLLMServer) -> None:
     with pytest.raises(ConfigurationError, match="No model set"):
         await direct(server).complete(LLMRequest(model=None, messages=[]))
