@@ -1,0 +1,66 @@
+"""The background loop sync callers share, and its shutdown at exit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from robotlab import _runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def _answer() -> int:
+    return 42
+
+
+def test_run_sync_runs_on_the_shared_loop_and_shutdown_stops_it() -> None:
+    assert _runtime.run_sync(_answer()) == 42
+    loop, thread = _runtime.get_loop(), _runtime._thread
+    assert thread is not None and thread.is_alive()
+
+    _runtime.shutdown()
+
+    assert not thread.is_alive()
+    assert loop.is_closed()
+    assert _runtime.run_sync(_answer()) == 42  # a later caller gets a new loop
+    assert _runtime.get_loop() is not loop
+    _runtime.shutdown()
+    _runtime.shutdown()  # twice is harmless
+
+
+def test_run_sync_refuses_to_block_its_own_loop() -> None:
+    async def nested() -> None:
+        coro = _answer()
+        with pytest.raises(RuntimeError, match="await the coroutine instead"):
+            _runtime.run_sync(coro)
+
+    _runtime.run_sync(nested())
+
+
+def test_a_script_using_litellm_exits_with_its_clients_closed() -> None:
+    """litellm's cached clients are dropped at exit while the loop thread still runs."""
+    script = textwrap.dedent(
+        """
+        import robotlab
+        from robotlab.llm import LLMClient
+        from robotlab.testing.server import FakeLLMServer, reply
+
+        with FakeLLMServer(default=reply("hi there")) as server:
+            llm = LLMClient(api_base=server.base_url, api_key="sk-fake")
+            robot = robotlab.build(name="r", model="openai/gpt-4o-mini", llm=llm)
+            print(robot.run("hello").reply)
+            import litellm
+            print("cached clients:", len(litellm.in_memory_llm_clients_cache.cache_dict) > 0)
+            from robotlab import _runtime
+            _runtime.shutdown()
+            print("after shutdown:", len(litellm.in_memory_llm_clients_cache.cache_dict))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["hi there", "cached clients: True", "after shutdown: 0"]
