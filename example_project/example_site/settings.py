@@ -85,12 +85,15 @@ DATABASES = {"default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / '
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # the in-process executor writes from a background thread: wait for the lock instead of failing
     DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    # WAL: readers (the chat page, replay) don't wait for the run's writes (docs/django/live-runs.md, B2)
+    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE",
+                                       "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL") or None
 if REDIS_URL:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+    # pub/sub: no per-process list capped at 100 messages, lower latency (docs/django/live-runs.md, B2)
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
                                   "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

@@ -71,6 +71,9 @@ def test_the_embedded_default(tmp_path: Path) -> None:
     assert found["robotlab"]["EXECUTOR"] == "thread"
     assert found["robotlab"]["LLM"] == "chat.robots.demo_llm"
     assert found["broker"] == "memory://"
+    journal = "from django.db import connection as c; print(c.cursor().execute('PRAGMA journal_mode').fetchone()[0])"
+    done = manage(tmp_path, "shell", "-c", journal)  # any SQLite file, here one in tmp_path
+    assert done.stdout.strip().splitlines()[-1] == "wal"
 
 
 def test_settings_come_from_the_environment(tmp_path: Path) -> None:
@@ -78,7 +81,7 @@ def test_settings_come_from_the_environment(tmp_path: Path) -> None:
                   REDIS_URL="redis://cache.example:6379/1", ROBOT_LAB_MODEL="openai/gpt-4o-mini")
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["db"] == "django.db.backends.postgresql"
-    assert found["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert found["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
     assert found["hosts"] == [{"address": "redis://cache.example:6379/1", "socket_timeout": None}]
     assert found["broker"] == "redis://cache.example:6379/1"
     assert found["robotlab"]["EXECUTOR"] == "celery"
