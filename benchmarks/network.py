@@ -16,8 +16,8 @@ Also measured: the fake server's own concurrency (8 simultaneous litellm calls),
 worker failing (HTTP 500: it becomes an error result and the run goes on), and the DAG where every worker
 makes one tool call first (two LLM calls a worker, critical path 4 L).
 
-Every line goes through litellm (``LLMClient``) except the one labelled "direct OpenAI-compatible client": the
-same B3 DAG with ``robotlab.OpenAICompatibleLLM`` for every robot (plain httpx, no litellm request pipeline),
+Every line goes through litellm (``LLMClient``) except those labelled "direct": the same DAGs with
+``robotlab.OpenAICompatibleLLM`` for every robot (plain httpx, no litellm request pipeline),
 to show how much of the wall is litellm's per-call CPU serialised by the GIL.
 
     .venv/bin/python benchmarks/network.py [--runs 5] [--latency 0.2] [--json out.json]
@@ -184,16 +184,19 @@ async def bench(runs: int, latency: float) -> dict[str, Any]:
         cpu = []
         walls = await time_network(direct, runs, cpu)
         results["b3_direct_client"] = report("B3 direct OpenAI-compatible client", walls, critical, total, cpu)
-        failing = build_network(server, failing=True)
-        await time_network(failing, 1)
-        cpu = []
-        results["b3_one_failing"] = report("B3, one worker failing", await time_network(failing, runs, cpu),
-                                           critical, total - latency, cpu)
-        tooled = build_network(server, tools=True)
-        await time_network(tooled, 1)
-        cpu = []
-        results["b3_tool_branches"] = report("B3, a tool call a worker", await time_network(tooled, runs, cpu),
-                                             4 * latency, (2 * WORKERS + 2) * latency, cpu)
+        for via_direct, suffix, key in ((False, "", ""), (True, " (direct)", "_direct_client")):
+            failing = build_network(server, failing=True, direct=via_direct)
+            await time_network(failing, 1)
+            cpu = []
+            results["b3_one_failing" + key] = report(f"B3, one worker failing{suffix}",
+                                                     await time_network(failing, runs, cpu),
+                                                     critical, total - latency, cpu)
+            tooled = build_network(server, tools=True, direct=via_direct)
+            await time_network(tooled, 1)
+            cpu = []
+            results["b3_tool_branches" + key] = report(f"B3, a tool call a worker{suffix}",
+                                                       await time_network(tooled, runs, cpu),
+                                                       4 * latency, (2 * WORKERS + 2) * latency, cpu)
     print("for comparison, the fake server as a thread of this process (FakeLLMServer; its CPU shares the GIL):")
     with FakeLLMServer(responder=responder, latency=latency) as thread_server:
         plain = build_network(thread_server)
