@@ -212,7 +212,8 @@ def _spread(values: list[float]) -> dict[str, float]:
             "max": max(values, default=0.0), "mean": statistics.fmean(values) if values else 0.0}
 
 
-def _start_processes(layer: str, clients: int, queue: str, port: int, workdir: Path) -> dict[str, Any]:
+def _start_processes(layer: str, clients: int, queue: str, port: int, workdir: Path,
+                     pool: str = "threads") -> dict[str, Any]:
     env = {**os.environ}
     daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                "tests.robotlab_django.asgi:application"], cwd=ROOT, env=env,
@@ -220,7 +221,7 @@ def _start_processes(layer: str, clients: int, queue: str, port: int, workdir: P
     processes = {"daphne": daphne}
     if layer != "memory":
         processes["worker"] = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "tests.robotlab_django.celery_app", "worker", "--pool=threads",
+            [sys.executable, "-m", "celery", "-A", "tests.robotlab_django.celery_app", "worker", f"--pool={pool}",
              "-c", str(clients), "-Q", queue, "-l", "warning", "--without-gossip", "--without-mingle",
              "--without-heartbeat"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
             stderr=(workdir / "worker.log").open("w"))
@@ -237,7 +238,8 @@ def _stop(processes: dict[str, Any]) -> None:
             process.kill()
 
 
-def run(clients: int, tokens: int, rate: float, timeout: float, layer: str, workdir: Path) -> dict[str, Any]:
+def run(clients: int, tokens: int, rate: float, timeout: float, layer: str, workdir: Path,
+        pool: str = "threads") -> dict[str, Any]:
     """Run the benchmark once with ``clients`` concurrent runs and return its figures."""
     import redis
 
@@ -245,7 +247,7 @@ def run(clients: int, tokens: int, rate: float, timeout: float, layer: str, work
     tag = uuid.uuid4().hex[:8]
     pairs = _setup(clients, tag)
     port, queue = _free_port(), f"robotlab-bench-{tag}"
-    processes = _start_processes(layer, clients, queue, port, workdir)
+    processes = _start_processes(layer, clients, queue, port, workdir, pool)
     load = os.getloadavg()[0]
     cpu: dict[str, float] = {}
 
@@ -359,6 +361,8 @@ def main() -> int:
     parser.add_argument("--layer", choices=("redis", "pubsub", "memory"), default="redis",
                         help="channels-redis' RedisChannelLayer or RedisPubSubChannelLayer with a Celery worker, "
                              "or InMemoryChannelLayer inside daphne.")
+    parser.add_argument("--pool", choices=("threads", "prefork"), default="threads",
+                        help="The Celery worker's pool, with one slot per run (-c N).")
     parser.add_argument("--find-max", action="store_true",
                         help=f"Step N through {FIND_MAX_STEPS} until emit->receive p99 exceeds 250 ms.")
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
@@ -375,12 +379,14 @@ def main() -> int:
     path = {"redis": "Celery worker -> channels-redis RedisChannelLayer -> daphne",
             "pubsub": "Celery worker -> channels-redis RedisPubSubChannelLayer -> daphne",
             "memory": "thread executor in daphne -> InMemoryChannelLayer"}[args.layer]
+    if args.layer != "memory":
+        path = path.replace("Celery worker", f"Celery worker ({args.pool} pool)")
     if not args.json:
         print(f"B2: {args.tokens} tokens per run at {args.rate:g} tok/s; {path} -> websocket; {database}")
     results, sustainable = [], None
     try:
         for count in counts:
-            result = run(count, args.tokens, args.rate, timeout, args.layer, workdir)
+            result = run(count, args.tokens, args.rate, timeout, args.layer, workdir, args.pool)
             results.append(result)
             if not args.json:
                 _print(result)
