@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from asgiref.sync import async_to_sync, sync_to_async
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Max
 
 from robotlab._runtime import get_loop
@@ -67,6 +68,10 @@ FLUSH_DELTAS = 20
 PUBLISH_TIMEOUT = 10.0
 #: The ``type`` of the channel-layer messages (handled by ``ThreadConsumer.robotlab_events``).
 MESSAGE_TYPE = "robotlab.events"
+#: Tries at storing a batch when the database answers with a transient error (a SQLite lock past its
+#: busy timeout, a dropped connection), and the first wait between them, doubled each time.
+STORE_ATTEMPTS = 3
+STORE_BACKOFF = 0.1
 
 Starter = Callable[[Callable[[Event], None]], Awaitable[T]]
 
@@ -187,11 +192,22 @@ def _message(thread_id: Any, payload: list[dict[str, Any]], emitted: float) -> d
 
 
 def _persist(thread_id: Any, result_id: Any, events: list[Event]) -> list[dict[str, Any]]:
-    try:
-        return persist_events(thread_id, result_id, events)
-    except Exception:  # storage must never fail the run; the live copy still goes out
-        logger.exception("robotlab: could not store %d events of thread %s", len(events), thread_id)
-        return [event.to_dict() for event in events]
+    for attempt in range(1, STORE_ATTEMPTS + 1):
+        try:
+            return persist_events(thread_id, result_id, events)
+        except (OperationalError, InterfaceError) as exc:  # transient: try again on a fresh connection
+            if attempt == STORE_ATTEMPTS:
+                break
+            logger.warning("robotlab: storing %d events of thread %s failed (%s); retrying", len(events),
+                           thread_id, exc)
+            if not connection.in_atomic_block:  # a broken connection is replaced on the next query
+                connection.close()
+            time.sleep(STORE_BACKOFF * 2 ** (attempt - 1))
+        except Exception:
+            break
+    # storage must never fail the run; the live copy still goes out, but replay will not have it
+    logger.exception("robotlab: could not store %d events of thread %s", len(events), thread_id)
+    return [event.to_dict() for event in events]
 
 
 def _tee(target: Callable[[Event], Any], extra: Callable[[Event], Any] | None) -> Callable[[Event], None]:

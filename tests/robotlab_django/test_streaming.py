@@ -12,7 +12,7 @@ from django.db import connections
 
 from robotlab.streaming import Event
 from robotlab.testing import FakeLLM, text
-from robotlab_django import services
+from robotlab_django import services, streaming
 from robotlab_django.models import RunEvent
 from robotlab_django.streaming import FLUSH_DELTAS, MESSAGE_TYPE, Coalescer, persist_events, thread_group
 
@@ -141,6 +141,47 @@ async def test_an_async_run_streams_too() -> None:
 class _BrokenLayer:
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
         raise ConnectionError("layer down")
+
+
+@pytest.mark.django_db
+def test_a_batch_whose_store_hits_a_locked_database_is_stored_on_a_retry(monkeypatch: Any, caplog: Any) -> None:
+    from django.db import OperationalError
+
+    real, failures = streaming.persist_events, iter([OperationalError("database is locked")])
+
+    def locked_once(*args: Any) -> Any:
+        error = next(failures, None)
+        if error is not None:
+            raise error
+        return real(*args)
+
+    monkeypatch.setattr(streaming, "persist_events", locked_once)
+    monkeypatch.setattr(streaming, "STORE_BACKOFF", 0.0)
+    row = services.run_robot("s1", "echo", "talk", llm=FakeLLM([text(LONG)]))
+    stored = RunEvent.objects.filter(result=row).order_by("pk")
+    assert "".join(event.data["text"] for event in stored if event.kind == "text.delta") == row.reply == LONG
+    assert stored.first().kind == "run.started"  # the first batch, the one that failed once, is there
+    assert "database is locked" in caplog.text and "retrying" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_store_that_keeps_failing_still_sends_the_batch_and_says_so(monkeypatch: Any, caplog: Any) -> None:
+    from django.db import OperationalError
+
+    def locked(*args: Any) -> Any:
+        raise OperationalError("database is locked")
+
+    layer = get_channel_layer()
+    thread = services.get_thread("s-locked")
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(thread_group(thread.pk), channel)
+    monkeypatch.setattr(streaming, "persist_events", locked)
+    monkeypatch.setattr(streaming, "STORE_BACKOFF", 0.0)
+    row = services.run_robot(thread, "echo", "talk", llm=FakeLLM([text("live only")]))
+    events = [event for message in async_to_sync(_drain)(layer, channel) for event in message["events"]]
+    assert "".join(event["text"] for event in events if event["kind"] == "text.delta") == row.reply == "live only"
+    assert not RunEvent.objects.filter(result=row).exists()
+    assert "could not store" in caplog.text
 
 
 @pytest.mark.django_db
