@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import queue
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import streaming, tool_config
 from ._hooking import Hooking
 from ._loop import RunState, raise_budget
-from ._runtime import get_loop, run_sync
+from ._runtime import run_sync
 from .budget import Ledger
 from .bus import BusMessaging
 from .config import get_config
@@ -662,43 +661,6 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
         from .task import run_robot_step
 
         return await run_robot_step(self, result)
-
-    async def astream(self, message: Any = None, **options: Any) -> AsyncIterator[Event]:
-        """Run and yield each :class:`~robotlab.streaming.Event` as it happens.
-
-        The last event is ``stream.ended``; a failed run yields ``run.failed`` and then raises.
-        """
-        events: asyncio.Queue[Event | None] = asyncio.Queue()
-        task = asyncio.ensure_future(self.arun(message, on_event=events.put_nowait, **options))
-        task.add_done_callback(lambda _: events.put_nowait(None))
-        try:
-            while (event := await events.get()) is not None:
-                yield event
-            task.result()
-        finally:
-            if not task.done():
-                task.cancel()
-
-    def stream(self, message: Any = None, **options: Any) -> Iterator[Event]:
-        """Synchronous :meth:`astream`: a generator of events."""
-        events: queue.Queue[Event | BaseException | None] = queue.Queue()
-
-        async def produce() -> None:
-            try:
-                await self.arun(message, on_event=events.put, **options)
-            except BaseException as exc:
-                events.put(exc)
-            finally:
-                events.put(None)
-
-        future = asyncio.run_coroutine_threadsafe(produce(), get_loop())
-        try:
-            while (item := events.get()) is not None:
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            future.cancel()
 
     def _reserve_budget(self) -> dict[str, float]:
         if self.budget_ledger is None:
