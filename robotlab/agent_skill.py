@@ -32,13 +32,12 @@ import threading
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
-
-import yaml
+from typing import ClassVar
 
 from .embeddings import Embedder, LexicalEmbedder, cosine_similarity
 from .errors import ConfigurationError
 from .script_tool import Capabilities, ScriptTool
+from .templates import split_front_matter
 
 __all__ = ["DEFAULT_SKILLS_ROOT", "SIMILARITY_THRESHOLD", "AgentSkill", "AgentSkillCatalog", "skills_root"]
 
@@ -57,20 +56,6 @@ def skills_root(path: str | Path | None = None) -> Path:
 
         path = get_config().skills_path or DEFAULT_SKILLS_ROOT
     return Path(path).expanduser()
-
-
-def _parse(text: str, where: Path) -> tuple[dict[str, Any], str]:
-    if not text.startswith("---"):
-        return {}, text
-    lines = text.split("\n")
-    for index in range(1, len(lines)):
-        if lines[index].strip() == "---":
-            try:
-                meta = yaml.safe_load("\n".join(lines[1:index]))
-            except yaml.YAMLError as exc:
-                raise ConfigurationError(f"SKILL.md at {where} has invalid YAML front matter: {exc}") from exc
-            return (meta if isinstance(meta, dict) else {}), "\n".join(lines[index + 1 :])
-    return {}, text
 
 
 class AgentSkill:
@@ -98,7 +83,7 @@ class AgentSkill:
             text = source.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigurationError(f"SKILL.md at {source} could not be read: {exc}") from exc
-        meta, body = _parse(text, source)
+        meta, body = split_front_matter(text, f"SKILL.md at {source}")
         for key in ("name", "description"):
             if not str(meta.get(key) or "").strip():
                 raise ConfigurationError(f"SKILL.md at {source} missing '{key}'")

@@ -29,7 +29,7 @@ import yaml
 
 from .errors import ConfigurationError
 
-__all__ = ["LLM_FIELDS", "Template", "template_dir"]
+__all__ = ["LLM_FIELDS", "Template", "split_front_matter", "template_dir"]
 
 LLM_FIELDS = ("model", "temperature", "top_p", "top_k", "max_tokens", "presence_penalty", "frequency_penalty", "stop")
 """Front-matter keys that become LLM parameters."""
@@ -47,7 +47,8 @@ def template_dir(template_path: str | Path | None = None) -> Path:
     return Path(template_path)
 
 
-def _split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
+def split_front_matter(text: str, label: str) -> tuple[dict[str, Any], str]:
+    """``(front matter, body)`` of a Markdown file; ``label`` names the file in errors ("Template 'x'")."""
     if not text.startswith("---"):
         return {}, text
     lines = text.split("\n")
@@ -56,11 +57,11 @@ def _split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str]:
             try:
                 meta = yaml.safe_load("\n".join(lines[1:index])) or {}
             except yaml.YAMLError as exc:
-                raise ConfigurationError(f"Template {where}: invalid YAML front matter: {exc}") from exc
+                raise ConfigurationError(f"{label}: invalid YAML front matter: {exc}") from exc
             if not isinstance(meta, dict):
-                raise ConfigurationError(f"Template {where}: front matter must be a mapping")
+                raise ConfigurationError(f"{label}: front matter must be a mapping")
             return meta, "\n".join(lines[index + 1 :])
-    raise ConfigurationError(f"Template {where}: front matter starts with '---' but has no closing '---'")
+    raise ConfigurationError(f"{label}: front matter starts with '---' but has no closing '---'")
 
 
 @dataclass
@@ -90,7 +91,7 @@ class Template:
     @classmethod
     def parse(cls, text: str, *, template_id: str = "<string>", path: Path | None = None) -> Template:
         """Parse template text with optional front matter."""
-        meta, body = _split_front_matter(text, f"'{template_id}'")
+        meta, body = split_front_matter(text, f"Template '{template_id}'")
         params = meta.get("parameters") or {}
         if not isinstance(params, dict):
             raise ConfigurationError(f"Template '{template_id}': 'parameters' must be a mapping of name to default")

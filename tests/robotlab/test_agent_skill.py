@@ -107,8 +107,7 @@ def test_agent_skill_without_scripts(tmp_path: Path) -> None:
     [("---\ndescription: Does things\n---\nBody", "name"),
      ("---\nname: x\n---\nBody", "description"),
      ("---\nname: '  '\ndescription: d\n---\n", "name"),
-     ("No front matter at all", "name"),
-     ("---\n- a list\n---\nBody", "name")],
+     ("No front matter at all", "name")],
 )
 def test_missing_name_or_description(tmp_path: Path, content: str, missing: str) -> None:
     path = tmp_path / "SKILL.md"
@@ -123,7 +122,13 @@ def test_unreadable_or_invalid_skill_md(tmp_path: Path) -> None:
         AgentSkill(tmp_path / "nope.md")
     path = tmp_path / "SKILL.md"
     path.write_text("---\nname: [x\n---\n")
-    with pytest.raises(ConfigurationError, match=r"SKILL.md at .* has invalid YAML front matter"):
+    with pytest.raises(ConfigurationError, match=r"SKILL.md at .*: invalid YAML front matter"):
+        AgentSkill(path)
+    path.write_text("---\n- a list\n---\nBody")
+    with pytest.raises(ConfigurationError, match=r"SKILL.md at .*: front matter must be a mapping"):
+        AgentSkill(path)
+    path.write_text("---\nname: x\ndescription: never closed\n")
+    with pytest.raises(ConfigurationError, match=r"SKILL.md at .*: front matter starts with '---' but has no closing"):
         AgentSkill(path)
 
 
