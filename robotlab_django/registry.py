@@ -93,57 +93,63 @@ class RobotAlreadyRegistered(ValueError):
 
 
 @dataclass(frozen=True)
-class RegisteredRobot:
-    """A registered robot: its name, its factory and where the factory comes from."""
-
+class _Registration:
     name: str
     factory: Callable[..., Any]
     description: str | None = None
     origin: str = ""
-    kind: ClassVar[str] = "robot"
+    kind: ClassVar[str]
+
+    @staticmethod
+    def _builds() -> type:
+        raise NotImplementedError
 
     def build(self, **options: Any) -> Any:
-        """Call the factory and check that it returned a :class:`robotlab.Robot`.
+        """Call the factory and check that it returned what this entry registers.
 
         Raises:
             TypeError: the factory returned something else.
         """
-        from robotlab.robot import Robot
-
-        robot = self.factory(**options)
-        if not isinstance(robot, Robot):
+        expected = self._builds()
+        built = self.factory(**options)
+        if not isinstance(built, expected):
             raise TypeError(
-                f"The factory of robot '{self.name}' ({self.origin}) returned {type(robot).__name__}, "
-                "not a robotlab.Robot."
+                f"The factory of {self.kind} '{self.name}' ({self.origin}) returned {type(built).__name__}, "
+                f"not a robotlab.{expected.__name__}."
             )
-        return robot
+        return built
 
 
 @dataclass(frozen=True)
-class RegisteredNetwork:
-    """A registered network: its name, its factory and where the factory comes from."""
+class RegisteredRobot(_Registration):
+    """A registered robot: its name, its factory and where the factory comes from.
 
-    name: str
-    factory: Callable[..., Any]
-    description: str | None = None
-    origin: str = ""
+    ``build(**options)`` calls the factory and raises ``TypeError`` unless it returned a :class:`robotlab.Robot`.
+    """
+
+    kind: ClassVar[str] = "robot"
+
+    @staticmethod
+    def _builds() -> type:
+        from robotlab.robot import Robot
+
+        return Robot
+
+
+@dataclass(frozen=True)
+class RegisteredNetwork(_Registration):
+    """A registered network: its name, its factory and where the factory comes from.
+
+    ``build(**options)`` calls the factory and raises ``TypeError`` unless it returned a :class:`robotlab.Network`.
+    """
+
     kind: ClassVar[str] = "network"
 
-    def build(self, **options: Any) -> Any:
-        """Call the factory and check that it returned a :class:`robotlab.Network`.
-
-        Raises:
-            TypeError: the factory returned something else.
-        """
+    @staticmethod
+    def _builds() -> type:
         from robotlab.network import Network
 
-        network = self.factory(**options)
-        if not isinstance(network, Network):
-            raise TypeError(
-                f"The factory of network '{self.name}' ({self.origin}) returned {type(network).__name__}, "
-                "not a robotlab.Network."
-            )
-        return network
+        return Network
 
 
 Registered = RegisteredRobot | RegisteredNetwork
