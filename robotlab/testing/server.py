@@ -546,7 +546,45 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
         await reader.readexactly(2)
 
 
-class FakeLLMServer:
+class _Address:
+    """What both fake servers share: where they listen, and ``with`` starting and stopping them."""
+
+    _host: str
+    _port: int | None
+
+    def start(self) -> Any:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The port it listens on, once started."""
+        if self._port is None:
+            raise RuntimeError(f"{type(self).__name__} is not running; call start() or use it as a context manager")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``, without ``/v1``."""
+        return f"http://{self._host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``: the ``api_base`` for litellm and the OpenAI SDK."""
+        return f"{self.url}/v1"
+
+
+class FakeLLMServer(_Address):
     """A fake OpenAI-compatible chat completions server on 127.0.0.1, run in a daemon thread.
 
     Use it as a context manager (or call :meth:`start` / :meth:`stop`); :attr:`base_url` is the
@@ -652,11 +690,6 @@ class FakeLLMServer:
     def __enter__(self) -> FakeLLMServer:
         return self.start()
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
     async def __aenter__(self) -> FakeLLMServer:
         return self.start()
 
@@ -666,22 +699,6 @@ class FakeLLMServer:
         self.stop()
 
     # ------------------------------------------------------------------ configuration
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("FakeLLMServer is not running; call start() or use it as a context manager")
-        return self._port
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``, without ``/v1``."""
-        return f"http://{self._host}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``: the ``api_base`` for litellm and the OpenAI SDK."""
-        return f"{self.url}/v1"
 
     def script(self, *steps: Step | str | ToolCall) -> None:
         """Replace the script with ``steps``, answered one per request in order."""
@@ -976,7 +993,7 @@ def _serve_in_child(conn: Any, steps: tuple[Step, ...], options: dict[str, Any])
         server.stop()
 
 
-class FakeLLMServerProcess:
+class FakeLLMServerProcess(_Address):
     """A :class:`FakeLLMServer` run in a child process, so its CPU never competes with the caller's GIL.
 
     For benchmarks: a real provider is another machine, and an in-process server thread makes the client
@@ -1071,33 +1088,12 @@ class FakeLLMServerProcess:
     def __enter__(self) -> FakeLLMServerProcess:
         return self.start()
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
     @property
     def pid(self) -> int:
         """The child process id."""
         if self._process is None:
             raise RuntimeError("FakeLLMServerProcess is not running; call start() or use it as a context manager")
         return int(self._process.pid)
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise RuntimeError("FakeLLMServerProcess is not running; call start() or use it as a context manager")
-        return self._port
-
-    @property
-    def url(self) -> str:
-        """``http://127.0.0.1:<port>``, without ``/v1``."""
-        return f"http://{self._host}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``: the ``api_base`` for litellm and the OpenAI SDK."""
-        return f"{self.url}/v1"
 
     @property
     def requests(self) -> list[dict[str, Any]]:
