@@ -92,6 +92,9 @@ SETTINGS: dict[str, Setting] = {
         "sent to the thread's websocket group (a timer flushes them, not the next token)."),
     "STREAM_FLUSH_DELTAS": Setting(
         20, (int,), "Text deltas that make a coalesced batch go out before STREAM_FLUSH_INTERVAL."),
+    "STREAM_PUBLISH_TIMEOUT": Setting(
+        5.0, (int, float), "Seconds a flush waits for the channel layer to take a batch (a hung Redis) before it "
+        "gives up on sending it live; the batch is stored either way and clients get it from the rows."),
     "MAX_MESSAGE_LENGTH": Setting(
         32_000, (int,), "Longest user message, in characters, the services accept (ValueError beyond)."),
     "ADMIN_USAGE_DAYS": Setting(
@@ -145,6 +148,8 @@ class AppSettings:
                                      doc=SETTINGS["STREAM_FLUSH_INTERVAL"].doc)
     STREAM_FLUSH_DELTAS = property(lambda self: self.get("STREAM_FLUSH_DELTAS"),
                                    doc=SETTINGS["STREAM_FLUSH_DELTAS"].doc)
+    STREAM_PUBLISH_TIMEOUT = property(lambda self: self.get("STREAM_PUBLISH_TIMEOUT"),
+                                      doc=SETTINGS["STREAM_PUBLISH_TIMEOUT"].doc)
     MAX_MESSAGE_LENGTH = property(lambda self: self.get("MAX_MESSAGE_LENGTH"),
                                   doc=SETTINGS["MAX_MESSAGE_LENGTH"].doc)
     ADMIN_USAGE_DAYS = property(lambda self: self.get("ADMIN_USAGE_DAYS"), doc=SETTINGS["ADMIN_USAGE_DAYS"].doc)

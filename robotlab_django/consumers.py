@@ -22,6 +22,13 @@ Client to server::
 The ``cursor`` is the ``RunEvent`` primary key (see :mod:`robotlab_django.streaming`). The consumer
 joins the group before it replays, and drops live events it already sent, so nothing falls in
 between; a client should still drop events whose per-run ``seq`` it has seen.
+
+The channel layer may lose a batch (channels-redis drops messages to a full channel; a publish to a
+hung Redis times out). Each batch names the last cursor its run had stored before it (``prev``), and
+the consumer remembers the last cursor it sent of each run: when ``prev`` is past it, the missing
+events are read from the stored rows and sent first, so a connected client gets the whole stream
+without reconnecting. A socket that connects without ``after`` starts from the thread's newest
+stored event: what was stored before it connected is not sent.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.db.models import Max
 
 from .conf import app_settings
 from .streaming import MESSAGE_TYPE, register_consumer_loop, thread_group
@@ -70,8 +78,20 @@ def visible_thread(thread_id: int, user: Any, session: Any = None) -> tuple[Any,
     return (thread, True) if mine else (None, False)
 
 
-def _stored_after(thread_id: int, after: int, limit: int) -> list[dict[str, Any]]:
+def _stored_after(thread_id: int, after: int, limit: int) -> list[tuple[Any, dict[str, Any]]]:
+    """The thread's stored events after cursor ``after``: ``(their run's RobotResult pk, event)``."""
     rows = app_settings.event_model().objects.filter(thread_id=thread_id, pk__gt=after).order_by("pk")[:limit]
+    return [(row.result_id, {**row.to_dict(), "cursor": row.pk}) for row in rows]
+
+
+def _newest(thread_id: int) -> int:
+    model = app_settings.event_model()
+    return int(model.objects.filter(thread_id=thread_id).aggregate(top=Max("pk"))["top"] or 0)
+
+
+def _stored_between(thread_id: int, result_id: Any, after: int, through: int) -> list[dict[str, Any]]:
+    rows = app_settings.event_model().objects.filter(
+        thread_id=thread_id, result_id=result_id, pk__gt=after, pk__lte=through).order_by("pk")
     return [{**row.to_dict(), "cursor": row.pk} for row in rows]
 
 
@@ -97,8 +117,16 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
 
     thread_id: int
     group: str = ""
+    #: The highest cursor sent (or replayed through): what ``replayed`` reports.
     cursor: int = 0
+    #: Events of a run this socket has sent nothing of are new past this cursor.
+    baseline: int = 0
     is_owner: bool = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: The last cursor sent of each run (``RobotResult`` pk).
+        self.sent: dict[Any, int] = {}
 
     async def connect(self) -> None:
         """Authorize, join the thread's group, accept, and replay ``?after=`` when given."""
@@ -116,6 +144,8 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         after = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("after")
         if after:
             await self._resume(after[-1])
+        else:
+            self.baseline = self.cursor = await database_sync_to_async(_newest)(self.thread_id)
 
     async def disconnect(self, code: int) -> None:
         """Leave the thread's group."""
@@ -169,16 +199,30 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             await super().dispatch(message)
 
     async def robotlab_events(self, message: dict[str, Any]) -> None:
-        """A batch from the channel layer: send the events not sent yet."""
+        """A batch from the channel layer: send what this socket missed of its run, then its new events."""
+        result, prev = message.get("result"), message.get("prev")
+        reached = self.sent.get(result, self.baseline)
+        if result is not None and isinstance(prev, int) and prev > reached:  # a batch was lost on the way
+            missed = await database_sync_to_async(_stored_between)(self.thread_id, result, reached, prev)
+            if missed:
+                await self.send_json({"type": "events", "events": self._mark(result, missed)})
+            reached = self.sent.get(result, reached)
         fresh = [event for event in message.get("events", [])
-                 if not isinstance(event.get("cursor"), int) or event["cursor"] > self.cursor]
+                 if not isinstance(event.get("cursor"), int) or event["cursor"] > reached]
         if fresh:
-            cursors = [event["cursor"] for event in fresh if isinstance(event.get("cursor"), int)]
-            self.cursor = max([self.cursor, *cursors])
-            frame: dict[str, Any] = {"type": "events", "events": fresh}
+            frame: dict[str, Any] = {"type": "events", "events": self._mark(result, fresh)}
             if "t_emit" in message:
                 frame["t_emit"] = message["t_emit"]
             await self.send_json(frame)
+
+    def _mark(self, result: Any, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Note ``events`` (of run ``result``) as sent; returns them."""
+        cursors = [event["cursor"] for event in events if isinstance(event.get("cursor"), int)]
+        if cursors:
+            self.cursor = max(self.cursor, *cursors)
+            if result is not None:
+                self.sent[result] = max(self.sent.get(result, 0), *cursors)
+        return events
 
     async def _resume(self, after: Any) -> None:
         try:
@@ -187,10 +231,13 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             await self._error('"after" must be an integer cursor.')
             return
         while batch := await database_sync_to_async(_stored_after)(self.thread_id, position, REPLAY_BATCH):
-            await self.send_json({"type": "events", "events": batch})
-            position = batch[-1]["cursor"]
+            position = batch[-1][1]["cursor"]
+            for result, event in batch:
+                self.sent[result] = max(self.sent.get(result, 0), event["cursor"])
+            await self.send_json({"type": "events", "events": [event for _, event in batch]})
             if len(batch) < REPLAY_BATCH:
                 break
+        self.baseline = max(self.baseline, position)
         self.cursor = max(self.cursor, position)
         await self.send_json({"type": "replayed", "cursor": self.cursor})
 

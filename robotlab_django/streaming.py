@@ -9,7 +9,8 @@ for any other event (``tool_call.started``, ``run.completed``, ...). Each batch 
 ``bulk_create`` of ``RunEvent`` rows (one transaction, stored before it is sent, so a client that
 saw an event can always replay it) and one channel-layer message::
 
-    {"type": "robotlab.events", "thread": <thread pk>, "t_emit": <Unix time>, "events": [<event>, ...]}
+    {"type": "robotlab.events", "thread": <thread pk>, "result": <RobotResult pk>, "prev": <cursor>,
+     "t_emit": <Unix time>, "events": [<event>, ...]}
 
 ``t_emit`` is when the batch left the coalescer (before it was stored and sent): the receiver's
 clock minus ``t_emit`` is the delivery latency, without the coalescing wait.
@@ -20,7 +21,10 @@ sent to the group :func:`thread_group` (``robotlab.thread.<pk>``). Each event is
 that reconnects asks for the events ``after`` its last cursor (see
 :mod:`robotlab_django.consumers`). A merged delta keeps the ``ts`` of its first piece and the
 ``seq`` of its last, so per-run ``seq`` stays monotonic (with gaps). Publishing is at-most-once
-(the channel layer may drop messages); the stored rows are the source of truth for replay.
+(the channel layer may drop messages, a hung Redis times out after ``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]``
+seconds); the stored rows are the source of truth. ``prev`` is the last cursor the run had stored before
+this batch, so a consumer that did not get that far knows a message was lost and reads the gap from the
+rows (see :class:`~robotlab_django.consumers.ThreadConsumer`).
 """
 
 from __future__ import annotations
@@ -45,13 +49,13 @@ __all__ = [
     "FLUSH_DELTAS",
     "FLUSH_INTERVAL",
     "MESSAGE_TYPE",
-    "PUBLISH_TIMEOUT",
     "Coalescer",
     "astream_run",
     "get_layer",
     "persist_events",
     "publish_failure",
     "register_consumer_loop",
+    "stored_position",
     "stored_seq",
     "stream_run",
     "thread_group",
@@ -64,8 +68,6 @@ T = TypeVar("T")
 FLUSH_INTERVAL = 0.05
 #: Deltas that make a batch due before ``FLUSH_INTERVAL`` (``ROBOTLAB["STREAM_FLUSH_DELTAS"]``).
 FLUSH_DELTAS = 20
-#: Seconds a sync caller waits for one ``group_send``.
-PUBLISH_TIMEOUT = 10.0
 #: The ``type`` of the channel-layer messages (handled by ``ThreadConsumer.robotlab_events``).
 MESSAGE_TYPE = "robotlab.events"
 #: Tries at storing a batch when the database answers with a transient error (a SQLite lock past its
@@ -158,14 +160,20 @@ def persist_events(thread_id: Any, result_id: Any, events: Sequence[Event]) -> l
     return [{**event.to_dict(), "cursor": row.pk} for event, row in zip(events, rows, strict=True)]
 
 
+def stored_position(result_id: Any) -> tuple[int, int]:
+    """The highest ``seq`` and cursor stored for the run ``result_id`` (``(0, 0)`` for none)."""
+    model = app_settings.event_model()
+    top = model.objects.filter(result_id=result_id).aggregate(seq=Max("seq"), cursor=Max("pk"))
+    return int(top["seq"] or 0), int(top["cursor"] or 0)
+
+
 def stored_seq(result_id: Any) -> int:
     """The highest ``seq`` stored for the run ``result_id`` (0 for none).
 
     A run executed again (its worker was lost) numbers its new events after the old ones, so
     ``(run_id, seq)`` stays unique and clients keep the events as new.
     """
-    model = app_settings.event_model()
-    return int(model.objects.filter(result_id=result_id).aggregate(top=Max("seq"))["top"] or 0)
+    return stored_position(result_id)[0]
 
 
 def _shift(event: Event, offset: int) -> Event:
@@ -176,7 +184,7 @@ def _shift(event: Event, offset: int) -> Event:
 
 def publish_failure(row: Any, error: str, error_type: str) -> None:
     """Store and send ``run.failed`` and ``stream.ended`` for a run that failed before its robot ran."""
-    offset = stored_seq(row.pk)
+    offset, prev = stored_position(row.pk)
     events = [Event(kind=RUN_FAILED, run_id=row.run_id, seq=offset + 1, ts=time.time(),
                     data={"robot": row.robot_name, "error": error, "error_type": error_type}),
               Event(kind=STREAM_ENDED, run_id=row.run_id, seq=offset + 2, ts=time.time())]
@@ -184,11 +192,18 @@ def publish_failure(row: Any, error: str, error_type: str) -> None:
     payload = _persist(row.thread_id, row.pk, events)
     send = _sender(get_layer())
     if send is not None:
-        _publish_sync(send, row.thread_id, payload, emitted)
+        _publish_sync(send, _message(row.thread_id, row.pk, prev, payload, emitted))
 
 
-def _message(thread_id: Any, payload: list[dict[str, Any]], emitted: float) -> dict[str, Any]:
-    return {"type": MESSAGE_TYPE, "thread": thread_id, "t_emit": emitted, "events": payload}
+def _message(thread_id: Any, result_id: Any, prev: int, payload: list[dict[str, Any]],
+             emitted: float) -> dict[str, Any]:
+    return {"type": MESSAGE_TYPE, "thread": thread_id, "result": result_id, "prev": prev, "t_emit": emitted,
+            "events": payload}
+
+
+def _last_cursor(payload: list[dict[str, Any]], prev: int) -> int:
+    """The cursor a consumer has reached after ``payload`` (``prev`` when nothing in it was stored)."""
+    return max([prev, *(event["cursor"] for event in payload if isinstance(event.get("cursor"), int))])
 
 
 def _persist(thread_id: Any, result_id: Any, events: list[Event]) -> list[dict[str, Any]]:
@@ -235,7 +250,8 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
         What the coroutine returned; its exception is raised after the last batch went out.
     """
     layer = get_layer() if layer is None else layer
-    inbox = _Inbox(Coalescer.from_settings(), stored_seq(result_id))
+    offset, prev = stored_position(result_id)
+    inbox = _Inbox(Coalescer.from_settings(), offset)
     future = asyncio.run_coroutine_threadsafe(_run(start, _tee(inbox.put, on_event)), get_loop())
     future.add_done_callback(lambda _: inbox.close())
     send, done = _sender(layer), False
@@ -246,7 +262,8 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
                 emitted = time.time()
                 payload = _persist(thread_id, result_id, batch)
                 if send is not None:
-                    _publish_sync(send, thread_id, payload, emitted)
+                    _publish_sync(send, _message(thread_id, result_id, prev, payload, emitted))
+                prev = _last_cursor(payload, prev)
     except BaseException:
         future.cancel()
         raise
@@ -317,42 +334,54 @@ def _memory_loop() -> asyncio.AbstractEventLoop | None:
     return None if current is loop else loop
 
 
+def _publish_timeout() -> float:
+    return float(app_settings.STREAM_PUBLISH_TIMEOUT)
+
+
 def _sender(layer: Any) -> Callable[[str, dict[str, Any]], Any] | None:
     """``group_send`` for a sync caller: the in-memory layer on the consumers' loop when one is
     registered (:func:`register_consumer_loop`), else on the caller's; any other layer on RobotLab's
     loop, so one connection pool serves every flush (a new loop per call would open a new Redis
-    connection each time: ~10 ms instead of ~1 ms)."""
+    connection each time: ~10 ms instead of ~1 ms). A send still pending after
+    ``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]`` seconds (a hung Redis) is cancelled and raises ``TimeoutError``."""
     if layer is None:
         return None
     from channels.layers import InMemoryChannelLayer
 
+    loop: asyncio.AbstractEventLoop | None = get_loop()
     if isinstance(layer, InMemoryChannelLayer):
-        memory_loop = _memory_loop()
-        if memory_loop is None:
+        loop = _memory_loop()
+        if loop is None:
             return async_to_sync(layer.group_send)
-        return lambda group, message: asyncio.run_coroutine_threadsafe(
-            layer.group_send(group, message), memory_loop).result(PUBLISH_TIMEOUT)
-    loop = get_loop()
-    return lambda group, message: asyncio.run_coroutine_threadsafe(layer.group_send(group, message),
-                                                                   loop).result(PUBLISH_TIMEOUT)
+    timeout = _publish_timeout()
+
+    def send(group: str, message: dict[str, Any]) -> None:
+        future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)  # type: ignore[arg-type]
+        try:
+            future.result(timeout)
+        except BaseException:
+            future.cancel()
+            raise
+
+    return send
 
 
 async def _run(start: Starter[T], on_event: Callable[[Event], None]) -> T:
     return await start(on_event)
 
 
-def _publish_sync(send: Callable[..., Any], thread_id: Any, payload: list[dict[str, Any]], emitted: float) -> None:
+def _publish_sync(send: Callable[..., Any], message: dict[str, Any]) -> None:
     try:
-        send(thread_group(thread_id), _message(thread_id, payload, emitted))
-    except Exception:  # the layer is at-most-once anyway; replay covers the gap
-        logger.exception("robotlab: could not publish events of thread %s", thread_id)
+        send(thread_group(message["thread"]), message)
+    except Exception:  # the layer is at-most-once anyway; the next batch's "prev" and replay cover the gap
+        logger.exception("robotlab: could not publish events of thread %s", message["thread"])
 
 
 async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
                       on_event: Callable[[Event], Any] | None = None, layer: Any = None) -> T:
     """The async :func:`stream_run`: the robot runs on the current loop; rows are written in a thread."""
     layer = get_layer() if layer is None else layer
-    offset = await sync_to_async(stored_seq)(result_id)
+    offset, prev = await sync_to_async(stored_position)(result_id)
     events: asyncio.Queue[Event | None] = asyncio.Queue()
     task = asyncio.ensure_future(_run(start, _tee(events.put_nowait, on_event)))
     task.add_done_callback(lambda _: events.put_nowait(None))
@@ -372,9 +401,11 @@ async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
                 payload = await sync_to_async(_persist)(thread_id, result_id, batch)
                 if layer is not None:
                     try:
-                        await layer.group_send(thread_group(thread_id), _message(thread_id, payload, emitted))
+                        await asyncio.wait_for(layer.group_send(thread_group(thread_id), _message(
+                            thread_id, result_id, prev, payload, emitted)), _publish_timeout())
                     except Exception:
                         logger.exception("robotlab: could not publish events of thread %s", thread_id)
+                prev = _last_cursor(payload, prev)
     except BaseException:
         task.cancel()
         raise

@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.db import connections
 from django.test import Client
 
+from robotlab.streaming import Event
 from robotlab.testing import FakeLLM, text
 from robotlab_django import services
 from robotlab_django.asgi import get_robotlab_asgi_application
 from robotlab_django.consumers import CLOSE_FORBIDDEN, MAX_FRAME_BYTES
 from robotlab_django.models import RobotResult, RunEvent
+from robotlab_django.streaming import MESSAGE_TYPE, persist_events, thread_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 APP = get_robotlab_asgi_application()
@@ -133,6 +137,46 @@ async def test_a_reconnecting_client_gets_what_it_missed(close_connections: None
     assert missed and all(event["cursor"] > stored[-1] for event in missed)
     assert "".join(e["text"] for e in missed if e["kind"] == "text.delta") == "second reply"
     assert (await socket.receive_json_from(timeout=5))["type"] == "replayed"
+    await socket.disconnect()
+
+
+def _stored_batch(thread: Any, row: Any, seq: int, piece: str) -> list[dict[str, Any]]:
+    return persist_events(thread.pk, row.pk, [
+        Event(kind="text.delta", run_id=row.run_id, seq=seq, ts=time.time(), data={"text": piece})])
+
+
+async def _publish(thread: Any, row: Any, prev: int, events: list[dict[str, Any]]) -> None:
+    await get_channel_layer().group_send(thread_group(thread.pk), {
+        "type": MESSAGE_TYPE, "thread": thread.pk, "result": row.pk, "prev": prev, "t_emit": time.time(),
+        "events": events})
+
+
+async def test_a_batch_the_layer_lost_is_sent_from_the_stored_rows(close_connections: None) -> None:
+    _user, session, thread = await _owned_thread()
+    row = await sync_to_async(services.start_run)(thread, "echo", "hi")
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    lost = await sync_to_async(_stored_batch)(thread, row, 1, "lost ")  # stored, never published
+    second = await sync_to_async(_stored_batch)(thread, row, 2, "found")
+    await _publish(thread, row, lost[-1]["cursor"], second)
+    assert (await socket.receive_json_from(timeout=5))["events"] == lost
+    live = await socket.receive_json_from(timeout=5)
+    assert live["events"] == second and "t_emit" in live
+    await _publish(thread, row, lost[-1]["cursor"], second)  # delivered twice: sent once
+    assert await socket.receive_nothing(timeout=0.2)
+    await socket.disconnect()
+
+
+async def test_a_socket_without_after_starts_at_the_newest_stored_event(close_connections: None) -> None:
+    _user, session, thread = await _owned_thread()
+    row = await sync_to_async(services.start_run)(thread, "echo", "hi")
+    before = await sync_to_async(_stored_batch)(thread, row, 1, "before ")
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    after = await sync_to_async(_stored_batch)(thread, row, 2, "after")
+    await _publish(thread, row, before[-1]["cursor"], after)  # no gap: "before" predates the socket
+    assert (await socket.receive_json_from(timeout=5))["events"] == after
+    assert await socket.receive_nothing(timeout=0.2)
     await socket.disconnect()
 
 

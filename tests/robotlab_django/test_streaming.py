@@ -100,6 +100,10 @@ def test_a_sync_run_reaches_the_threads_group() -> None:
     assert len(messages) < 20  # not one channel message per token
     for message in messages:  # stamped when the batch left the coalescer, after its events happened
         assert message["t_emit"] >= max(event["ts"] for event in message["events"])
+    # each batch names the last cursor of the batch before it, so a consumer can tell one was lost
+    assert {message["result"] for message in messages} == {row.pk}
+    assert [message["prev"] for message in messages] == [0] + [
+        message["events"][-1]["cursor"] for message in messages[:-1]]
 
 
 def test_the_flush_policy_comes_from_the_settings(settings: Any) -> None:
@@ -189,6 +193,38 @@ def test_a_broken_layer_does_not_fail_the_run(monkeypatch: Any) -> None:
     monkeypatch.setattr("robotlab_django.streaming.get_layer", _BrokenLayer)
     row = services.run_robot("s1", "echo", "hi", llm=FakeLLM([text("still fine")]))
     assert row.reply == "still fine" and RunEvent.objects.filter(result=row).exists()
+
+
+class _HungLayer:
+    """A layer whose sends never finish, like channels-redis talking to a stopped Redis."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.cancelled = 0
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.started += 1
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+
+
+@pytest.mark.django_db
+def test_a_hung_layer_costs_each_flush_the_publish_timeout_and_the_sends_are_cancelled(
+        settings: Any, caplog: Any) -> None:
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "STREAM_PUBLISH_TIMEOUT": 0.05}
+    layer = _HungLayer()
+    thread = services.get_thread("s-hung")
+    row = services.start_run(thread, "echo", "hi")
+    robot = services.build_robot("echo", llm=FakeLLM([text("stored anyway")]))
+    result = streaming.stream_run(thread.pk, row.pk, lambda on_event: robot.arun("hi", on_event=on_event),
+                                  layer=layer)
+    assert result.reply == "stored anyway"
+    assert "".join(event.data.get("text", "") for event in RunEvent.objects.filter(result=row)) == "stored anyway"
+    assert layer.started >= 1 and layer.cancelled == layer.started  # none is left pending on RobotLab's loop
+    assert "could not publish events" in caplog.text
 
 
 @pytest.mark.django_db
