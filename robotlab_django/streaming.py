@@ -207,10 +207,12 @@ def _last_cursor(payload: list[dict[str, Any]], prev: int) -> int:
 
 
 def _persist(thread_id: Any, result_id: Any, events: list[Event]) -> list[dict[str, Any]]:
+    error: BaseException | None = None
     for attempt in range(1, STORE_ATTEMPTS + 1):
         try:
             return persist_events(thread_id, result_id, events)
         except (OperationalError, InterfaceError) as exc:  # transient: try again on a fresh connection
+            error = exc
             if attempt == STORE_ATTEMPTS:
                 break
             logger.warning("robotlab: storing %d events of thread %s failed (%s); retrying", len(events),
@@ -218,10 +220,11 @@ def _persist(thread_id: Any, result_id: Any, events: list[Event]) -> list[dict[s
             if not connection.in_atomic_block:  # a broken connection is replaced on the next query
                 connection.close()
             time.sleep(STORE_BACKOFF * 2 ** (attempt - 1))
-        except Exception:
+        except Exception as exc:
+            error = exc
             break
     # storage must never fail the run; the live copy still goes out, but replay will not have it
-    logger.exception("robotlab: could not store %d events of thread %s", len(events), thread_id)
+    logger.error("robotlab: could not store %d events of thread %s", len(events), thread_id, exc_info=error)
     return [event.to_dict() for event in events]
 
 

@@ -185,7 +185,7 @@ def test_a_store_that_keeps_failing_still_sends_the_batch_and_says_so(monkeypatc
     events = [event for message in async_to_sync(_drain)(layer, channel) for event in message["events"]]
     assert "".join(event["text"] for event in events if event["kind"] == "text.delta") == row.reply == "live only"
     assert not RunEvent.objects.filter(result=row).exists()
-    assert "could not store" in caplog.text
+    assert "could not store" in caplog.text and "OperationalError: database is locked" in caplog.text  # the cause
 
 
 @pytest.mark.django_db
