@@ -154,7 +154,7 @@ def _headers(session: str) -> dict[str, str]:
 
 async def _collect(socket_: Any, timeout: float) -> dict[str, Any]:
     """Read live frames until ``stream.ended``: text, frame count and both latencies."""
-    text, frames, emit, age, first, last, ended = [], 0, [], [], 0.0, 0.0, False
+    text, frames, healed, emit, age, first, last, ended = [], 0, 0, [], [], 0.0, 0.0, False
     deadline = time.monotonic() + timeout
     while not ended:
         try:  # aiohttp's own receive timeout restarts on every ping from daphne (20 s), so bound it here
@@ -169,13 +169,15 @@ async def _collect(socket_: Any, timeout: float) -> dict[str, Any]:
         first, last = first or received, received
         if "t_emit" in frame:
             emit.append((received, (received - frame["t_emit"]) * 1000))
+        else:  # the consumer read these from the rows: the layer lost the message that carried them
+            healed += 1
         for event in frame["events"]:
             if event["kind"] == "text.delta":
                 text.append(event["text"])
                 age.append((received - event["ts"]) * 1000)
             ended = ended or event["kind"] == "stream.ended"
-    return {"text": "".join(text), "frames": frames, "emit": emit, "age": age, "first": first, "last": last,
-            "ended": ended}
+    return {"text": "".join(text), "frames": frames, "healed": healed, "emit": emit, "age": age, "first": first,
+            "last": last, "ended": ended}
 
 
 async def _replayed_text(http: Any, port: int, thread_pk: int, session: str, timeout: float) -> str:
@@ -290,6 +292,7 @@ def run(clients: int, tokens: int, rate: float, timeout: float, layer: str, work
         "streams_ended": sum(result["ended"] for result in results),
         "replayed_text_exact": all(text == expected for text in outcome["replays"]),
         "frames": frames, "tokens_per_frame": live / frames if frames else 0.0,
+        "frames_from_rows": sum(result["healed"] for result in results),
         "emit_latency_ms": _spread([value for result in results for _, value in result["emit"]]),
         "emit_latency_steady_ms": _spread([value for result in results for at, value in result["emit"]
                                            if result["first"] + 1.0 <= at <= result["last"] - 1.0]),
@@ -300,9 +303,10 @@ def run(clients: int, tokens: int, rate: float, timeout: float, layer: str, work
     }
 
 
-def _configure(db: str, layer: str, journal: str, tokens: int, rate: float, workdir: Path) -> str:
+def _configure(db: str, layer: str, journal: str, tokens: int, rate: float, workdir: Path,
+               capacity: int | None = None) -> str:
     """Set the environment the benchmark and its processes share; returns the database's description."""
-    env = {"DJANGO_SETTINGS_MODULE": "benchmarks.streaming_settings",
+    env = {"DJANGO_SETTINGS_MODULE": "benchmarks.streaming_settings", "BENCH_CAPACITY": str(capacity or ""),
            "ROBOTLAB_TEST_LLM": "benchmarks.streaming.PacedLLM",
            "BENCH_TOKENS": str(tokens), "BENCH_RATE": str(rate), "BENCH_LAYER": layer,
            "BENCH_SQLITE_JOURNAL": journal,
@@ -343,7 +347,8 @@ def _print(result: dict[str, Any]) -> None:
           f"(text exact: {result['live_text_exact']}), after replay {result['delivered_after_replay']:.4f} "
           f"(text exact: {result['replayed_text_exact']}); stream.ended seen by {result['streams_ended']} "
           f"of {result['clients']}")
-    print(f"    frames {result['frames']}, {result['tokens_per_frame']:.1f} tokens per frame")
+    print(f"    frames {result['frames']}, {result['tokens_per_frame']:.1f} tokens per frame; "
+          f"{result['frames_from_rows']} of them read from the rows after the layer lost a message")
     steady = result["emit_latency_steady_ms"]
     print(f"    emit->receive p50 {emit['p50']:.1f} ms, p99 {emit['p99']:.1f} ms, max {emit['max']:.1f} ms; "
           f"without each run's first and last second p99 {steady['p99']:.1f} ms, max {steady['max']:.1f} ms")
@@ -370,6 +375,9 @@ def main() -> int:
     parser.add_argument("--layer", choices=("redis", "pubsub", "memory"), default="redis",
                         help="channels-redis' RedisChannelLayer or RedisPubSubChannelLayer with a Celery worker, "
                              "or InMemoryChannelLayer inside daphne.")
+    parser.add_argument("--capacity", type=int, default=None,
+                        help="RedisChannelLayer's capacity (default 100); a small one makes it drop messages, "
+                             "which the consumer fills in from the stored rows.")
     parser.add_argument("--pool", choices=("threads", "prefork"), default="threads",
                         help="The Celery worker's pool, with one slot per run (-c N).")
     parser.add_argument("--find-max", action="store_true",
@@ -384,7 +392,7 @@ def main() -> int:
     timeout = args.timeout or args.tokens / args.rate + 60
     counts = list(FIND_MAX_STEPS) if args.find_max else [int(part) for part in args.clients.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="robotlab-b2-"))
-    database = _configure(args.db, args.layer, args.sqlite_journal, args.tokens, args.rate, workdir)
+    database = _configure(args.db, args.layer, args.sqlite_journal, args.tokens, args.rate, workdir, args.capacity)
     path = {"redis": "Celery worker -> channels-redis RedisChannelLayer -> daphne",
             "pubsub": "Celery worker -> channels-redis RedisPubSubChannelLayer -> daphne",
             "memory": "thread executor in daphne -> InMemoryChannelLayer"}[args.layer]

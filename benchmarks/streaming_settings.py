@@ -5,6 +5,7 @@
 SQLite's default rollback journal. ``BENCH_LAYER=pubsub`` uses channels-redis'
 ``RedisPubSubChannelLayer`` instead of ``RedisChannelLayer``; ``BENCH_LAYER=memory`` runs the in-process variant: the
 in-memory channel layer, runs executed by the ``thread`` executor inside the daphne process.
+``BENCH_CAPACITY`` sets ``RedisChannelLayer``'s ``capacity`` (a small one makes it drop messages).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ _database = DATABASES["default"]
 if str(_database["ENGINE"]).endswith("sqlite3") and os.environ.get("BENCH_SQLITE_JOURNAL", "wal") == "wal":
     _database["OPTIONS"] = {**dict(_database.get("OPTIONS") or {}),  # type: ignore[call-overload]
                             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"}
+if os.environ.get("BENCH_CAPACITY"):  # RedisChannelLayer drops messages to a channel holding this many
+    CHANNEL_LAYERS = {"default": {**CHANNEL_LAYERS["default"], "CONFIG": {
+        **CHANNEL_LAYERS["default"]["CONFIG"], "capacity": int(os.environ["BENCH_CAPACITY"])}}}
 if os.environ.get("BENCH_LAYER") == "pubsub":
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
                                   "CONFIG": CHANNEL_LAYERS["default"]["CONFIG"]}}

@@ -140,12 +140,12 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         register_consumer_loop(asyncio.get_running_loop())
         if self.channel_layer is not None:
             await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
         after = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("after")
+        if not after:  # read before accepting: whatever is stored once the client is connected is new to it
+            self.baseline = self.cursor = await database_sync_to_async(_newest)(self.thread_id)
+        await self.accept()
         if after:
             await self._resume(after[-1])
-        else:
-            self.baseline = self.cursor = await database_sync_to_async(_newest)(self.thread_id)
 
     async def disconnect(self, code: int) -> None:
         """Leave the thread's group."""

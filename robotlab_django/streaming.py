@@ -24,7 +24,9 @@ that reconnects asks for the events ``after`` its last cursor (see
 (the channel layer may drop messages, a hung Redis times out after ``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]``
 seconds); the stored rows are the source of truth. ``prev`` is the last cursor the run had stored before
 this batch, so a consumer that did not get that far knows a message was lost and reads the gap from the
-rows (see :class:`~robotlab_django.consumers.ThreadConsumer`).
+rows (see :class:`~robotlab_django.consumers.ThreadConsumer`). ``SWEEP_DELAY`` seconds after a run's
+last batch one more message goes out with no events and the run's last cursor as ``prev``: the
+sweep, which heals the loss of the last batch too.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = [
     "FLUSH_DELTAS",
     "FLUSH_INTERVAL",
     "MESSAGE_TYPE",
+    "SWEEP_DELAY",
     "Coalescer",
     "astream_run",
     "get_layer",
@@ -74,6 +77,9 @@ MESSAGE_TYPE = "robotlab.events"
 #: busy timeout, a dropped connection), and the first wait between them, doubled each time.
 STORE_ATTEMPTS = 3
 STORE_BACKOFF = 0.1
+#: Seconds after a run's last batch that its sweep goes out: a message with no events and the run's
+#: last cursor as ``prev``, so a consumer whose copy of the last batch was lost still gets it.
+SWEEP_DELAY = 1.0
 
 Starter = Callable[[Callable[[Event], None]], Awaitable[T]]
 
@@ -190,9 +196,10 @@ def publish_failure(row: Any, error: str, error_type: str) -> None:
               Event(kind=STREAM_ENDED, run_id=row.run_id, seq=offset + 2, ts=time.time())]
     emitted = time.time()
     payload = _persist(row.thread_id, row.pk, events)
-    send = _sender(get_layer())
-    if send is not None:
-        _publish_sync(send, _message(row.thread_id, row.pk, prev, payload, emitted))
+    publisher = _Publisher.of(get_layer())
+    if publisher is not None:
+        publisher.send(_message(row.thread_id, row.pk, prev, payload, emitted))
+        publisher.sweep(_message(row.thread_id, row.pk, _last_cursor(payload, prev), [], emitted))
 
 
 def _message(thread_id: Any, result_id: Any, prev: int, payload: list[dict[str, Any]],
@@ -257,19 +264,21 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
     inbox = _Inbox(Coalescer.from_settings(), offset)
     future = asyncio.run_coroutine_threadsafe(_run(start, _tee(inbox.put, on_event)), get_loop())
     future.add_done_callback(lambda _: inbox.close())
-    send, done = _sender(layer), False
+    publisher, done = _Publisher.of(layer), False
     try:
         while not done:
             batch, done = inbox.take()
             if batch:
                 emitted = time.time()
                 payload = _persist(thread_id, result_id, batch)
-                if send is not None:
-                    _publish_sync(send, _message(thread_id, result_id, prev, payload, emitted))
+                if publisher is not None:
+                    publisher.send(_message(thread_id, result_id, prev, payload, emitted))
                 prev = _last_cursor(payload, prev)
     except BaseException:
         future.cancel()
         raise
+    if publisher is not None:
+        publisher.sweep(_message(thread_id, result_id, prev, [], time.time()))
     return future.result()
 
 
@@ -341,43 +350,66 @@ def _publish_timeout() -> float:
     return float(app_settings.STREAM_PUBLISH_TIMEOUT)
 
 
-def _sender(layer: Any) -> Callable[[str, dict[str, Any]], Any] | None:
-    """``group_send`` for a sync caller: the in-memory layer on the consumers' loop when one is
-    registered (:func:`register_consumer_loop`), else on the caller's; any other layer on RobotLab's
-    loop, so one connection pool serves every flush (a new loop per call would open a new Redis
-    connection each time: ~10 ms instead of ~1 ms). A send still pending after
-    ``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]`` seconds (a hung Redis) is cancelled and raises ``TimeoutError``."""
-    if layer is None:
-        return None
-    from channels.layers import InMemoryChannelLayer
+async def _send(layer: Any, message: dict[str, Any]) -> None:
+    """``group_send`` ``message`` to its thread's group; a failure, or a send still pending after
+    ``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]`` seconds (a hung Redis, then cancelled), is logged, not raised:
+    the layer is at-most-once anyway, and the rows, ``prev`` and the sweep cover the gap."""
+    try:
+        await asyncio.wait_for(layer.group_send(thread_group(message["thread"]), message), _publish_timeout())
+    except Exception:
+        logger.exception("robotlab: could not publish events of thread %s", message["thread"])
 
-    loop: asyncio.AbstractEventLoop | None = get_loop()
-    if isinstance(layer, InMemoryChannelLayer):
-        loop = _memory_loop()
-        if loop is None:
-            return async_to_sync(layer.group_send)
-    timeout = _publish_timeout()
 
-    def send(group: str, message: dict[str, Any]) -> None:
-        future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)  # type: ignore[arg-type]
+_sweeps: set[asyncio.Task[None]] = set()
+
+
+def _start_sweep(layer: Any, message: dict[str, Any]) -> None:
+    task = asyncio.ensure_future(_send(layer, message))
+    _sweeps.add(task)
+    task.add_done_callback(_sweeps.discard)
+
+
+class _Publisher:
+    """Sends a sync caller's batches on the loop the layer belongs to.
+
+    The in-memory layer publishes on the consumers' loop when one is registered
+    (:func:`register_consumer_loop`), else on the caller's; any other layer on RobotLab's loop, so
+    one connection pool serves every flush (a new loop per call would open a new Redis connection
+    each time: ~10 ms instead of ~1 ms).
+    """
+
+    def __init__(self, layer: Any, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.layer, self.loop = layer, loop
+
+    @classmethod
+    def of(cls, layer: Any) -> _Publisher | None:
+        """The publisher for ``layer``; ``None`` for no layer."""
+        if layer is None:
+            return None
+        from channels.layers import InMemoryChannelLayer
+
+        return cls(layer, _memory_loop() if isinstance(layer, InMemoryChannelLayer) else get_loop())
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Send ``message`` now, waiting at most about ``STREAM_PUBLISH_TIMEOUT`` seconds."""
+        if self.loop is None:
+            async_to_sync(_send)(self.layer, message)
+            return
+        future = asyncio.run_coroutine_threadsafe(_send(self.layer, message), self.loop)
         try:
-            future.result(timeout)
-        except BaseException:
+            future.result(_publish_timeout() + 1.0)
+        except Exception:  # the loop itself is stuck
             future.cancel()
-            raise
+            logger.exception("robotlab: could not publish events of thread %s", message["thread"])
 
-    return send
+    def sweep(self, message: dict[str, Any]) -> None:
+        """Send ``message`` (a run's last ``prev``, no events) ``SWEEP_DELAY`` seconds from now, without waiting."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self.loop.call_later, SWEEP_DELAY, _start_sweep, self.layer, message)
 
 
 async def _run(start: Starter[T], on_event: Callable[[Event], None]) -> T:
     return await start(on_event)
-
-
-def _publish_sync(send: Callable[..., Any], message: dict[str, Any]) -> None:
-    try:
-        send(thread_group(message["thread"]), message)
-    except Exception:  # the layer is at-most-once anyway; the next batch's "prev" and replay cover the gap
-        logger.exception("robotlab: could not publish events of thread %s", message["thread"])
 
 
 async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
@@ -403,13 +435,12 @@ async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
                 batch, emitted = buffer.drain(), time.time()
                 payload = await sync_to_async(_persist)(thread_id, result_id, batch)
                 if layer is not None:
-                    try:
-                        await asyncio.wait_for(layer.group_send(thread_group(thread_id), _message(
-                            thread_id, result_id, prev, payload, emitted)), _publish_timeout())
-                    except Exception:
-                        logger.exception("robotlab: could not publish events of thread %s", thread_id)
+                    await _send(layer, _message(thread_id, result_id, prev, payload, emitted))
                 prev = _last_cursor(payload, prev)
     except BaseException:
         task.cancel()
         raise
+    if layer is not None:
+        asyncio.get_running_loop().call_later(SWEEP_DELAY, _start_sweep, layer,
+                                              _message(thread_id, result_id, prev, [], time.time()))
     return await task

@@ -167,6 +167,19 @@ async def test_a_batch_the_layer_lost_is_sent_from_the_stored_rows(close_connect
     await socket.disconnect()
 
 
+async def test_a_lost_last_batch_comes_with_the_runs_sweep(close_connections: None) -> None:
+    _user, session, thread = await _owned_thread()
+    row = await sync_to_async(services.start_run)(thread, "echo", "hi")
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    last = await sync_to_async(_stored_batch)(thread, row, 1, "the end")  # its message never arrives
+    await _publish(thread, row, last[-1]["cursor"], [])  # the sweep: no events, the run's last cursor
+    assert (await socket.receive_json_from(timeout=5))["events"] == last
+    await _publish(thread, row, last[-1]["cursor"], [])
+    assert await socket.receive_nothing(timeout=0.2)  # nothing missing: nothing sent
+    await socket.disconnect()
+
+
 async def test_a_socket_without_after_starts_at_the_newest_stored_event(close_connections: None) -> None:
     _user, session, thread = await _owned_thread()
     row = await sync_to_async(services.start_run)(thread, "echo", "hi")
@@ -177,6 +190,30 @@ async def test_a_socket_without_after_starts_at_the_newest_stored_event(close_co
     await _publish(thread, row, before[-1]["cursor"], after)  # no gap: "before" predates the socket
     assert (await socket.receive_json_from(timeout=5))["events"] == after
     assert await socket.receive_nothing(timeout=0.2)
+    await socket.disconnect()
+
+
+async def test_a_batch_stored_as_the_socket_is_accepted_reaches_it(close_connections: None, monkeypatch: Any) -> None:
+    # the worker stores the run's first batch just as the handshake completes (seen on PostgreSQL)
+    from robotlab_django.consumers import ThreadConsumer
+
+    _user, session, thread = await _owned_thread()
+    row = await sync_to_async(services.start_run)(thread, "echo", "hi")
+    stored: list[dict[str, Any]] = []
+    done = asyncio.Event()
+    accept = ThreadConsumer.accept
+
+    async def accept_then_store(self: Any, *args: Any) -> None:
+        await accept(self, *args)
+        stored.extend(await sync_to_async(_stored_batch)(thread, row, 1, "first"))
+        done.set()
+
+    monkeypatch.setattr(ThreadConsumer, "accept", accept_then_store)
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    await asyncio.wait_for(done.wait(), 5)
+    await _publish(thread, row, 0, stored)
+    assert (await socket.receive_json_from(timeout=5))["events"] == stored
     await socket.disconnect()
 
 

@@ -14,7 +14,15 @@ from robotlab.streaming import Event
 from robotlab.testing import FakeLLM, text
 from robotlab_django import services, streaming
 from robotlab_django.models import RunEvent
-from robotlab_django.streaming import FLUSH_DELTAS, MESSAGE_TYPE, Coalescer, persist_events, thread_group
+from robotlab_django.streaming import (
+    FLUSH_DELTAS,
+    MESSAGE_TYPE,
+    SWEEP_DELAY,
+    Coalescer,
+    persist_events,
+    thread_group,
+)
+from tests.robotlab_django.faults import reachable
 
 LONG = " ".join(f"word{i}" for i in range(200))
 
@@ -106,6 +114,57 @@ def test_a_sync_run_reaches_the_threads_group() -> None:
         message["events"][-1]["cursor"] for message in messages[:-1]]
 
 
+async def _until_sweep(layer: Any, channel: str) -> list[dict[str, Any]]:
+    """The messages of ``channel`` through the first with no events (a sweep), and any within 0.3 s after it."""
+    messages = [await asyncio.wait_for(layer.receive(channel), SWEEP_DELAY + 5)]
+    while messages[-1]["events"]:
+        messages.append(await asyncio.wait_for(layer.receive(channel), SWEEP_DELAY + 5))
+    return messages + await _drain(layer, channel, 0.3)
+
+
+def _assert_swept(messages: list[dict[str, Any]], row: Any) -> None:
+    last = RunEvent.objects.filter(result=row).order_by("pk").last()
+    assert last is not None
+    assert messages[-1]["events"] == [] and messages[-1]["prev"] == last.pk and messages[-1]["result"] == row.pk
+    assert [message for message in messages if not message["events"]] == messages[-1:]  # one sweep
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_async_run_ends_with_a_sweep_naming_its_last_cursor() -> None:
+    layer = get_channel_layer()
+    try:
+        thread = await sync_to_async(services.get_thread)("s-sweep")
+        channel = await layer.new_channel()
+        await layer.group_add(thread_group(thread.pk), channel)
+        row = await services.arun_robot(thread, "echo", "talk", llm=FakeLLM([text("swept")]))
+        await sync_to_async(_assert_swept)(await _until_sweep(layer, channel), row)
+    finally:
+        await sync_to_async(connections.close_all)()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_run_on_redis_ends_with_a_sweep_too() -> None:
+    from channels_redis.pubsub import RedisPubSubChannelLayer
+
+    if not reachable("127.0.0.1", 6379):
+        pytest.skip("Redis at 127.0.0.1:6379 cannot be reached (scripts/services starts it)")
+    layer = RedisPubSubChannelLayer(hosts=["redis://127.0.0.1:6379/13"])
+    thread = services.get_thread("s-sweep-redis")
+    row = services.start_run(thread, "echo", "talk")
+
+    async def watch() -> list[dict[str, Any]]:
+        channel = await layer.new_channel()
+        await layer.group_add(thread_group(thread.pk), channel)
+        robot = services.build_robot("echo", llm=FakeLLM([text("swept on redis")]))
+        await asyncio.to_thread(streaming.stream_run, thread.pk, row.pk,
+                                lambda on_event: robot.arun("talk", on_event=on_event), layer=layer)
+        messages = await _until_sweep(layer, channel)
+        await layer.flush()
+        return messages
+
+    _assert_swept(async_to_sync(watch)(), row)
+
+
 def test_the_flush_policy_comes_from_the_settings(settings: Any) -> None:
     assert (Coalescer.from_settings().interval, Coalescer.from_settings().max_deltas) == (0.05, FLUSH_DELTAS)
     settings.ROBOTLAB = {"STREAM_FLUSH_INTERVAL": 0.2, "STREAM_FLUSH_DELTAS": 3}
@@ -117,11 +176,12 @@ def test_the_flush_policy_comes_from_the_settings(settings: Any) -> None:
     assert buffer.is_due  # at 3 deltas, before the 0.2 s
 
 
-async def _drain(layer: Any, channel: str) -> list[dict[str, Any]]:
+async def _drain(layer: Any, channel: str, quiet: float = 0.2) -> list[dict[str, Any]]:
+    """The messages of ``channel`` until none came for ``quiet`` seconds."""
     messages = []
     while True:
         try:
-            messages.append(await asyncio.wait_for(layer.receive(channel), 0.2))
+            messages.append(await asyncio.wait_for(layer.receive(channel), quiet))
         except TimeoutError:
             return messages
 
