@@ -387,6 +387,14 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
             )
         return self._llm
 
+    @llm.setter
+    def llm(self, value: LLM | None) -> None:
+        """Send this robot's requests to ``value`` from now on (``None``: litellm, as when built without one).
+
+        Wrappers use it: ``robot.llm = Recording(robot.llm)`` sees every request of later runs.
+        """
+        self._llm = value
+
     @property
     def instructions(self) -> str | None:
         """The system prompt sent with every request (template, then ``system_prompt``)."""

@@ -1,4 +1,4 @@
-"""Abstract bases of the app's models: a thread, one robot result per run, stream events.
+"""Abstract bases of the app's models: a thread, one robot result per run, stream events, run steps.
 
 The concrete models in :mod:`robotlab_django.models` add the foreign keys between them;
 ``manage.py robotlab_install --models`` copies the same three subclasses into your app (then
@@ -26,7 +26,8 @@ from django.utils.translation import gettext_lazy as _
 
 from .encoders import RobotLabJSONEncoder
 
-__all__ = ["AbstractRobotResult", "AbstractRunEvent", "AbstractThread", "Status", "new_run_id", "new_session_id"]
+__all__ = ["AbstractRobotResult", "AbstractRunEvent", "AbstractRunStep", "AbstractThread", "Status", "new_run_id",
+           "new_session_id"]
 
 
 def new_session_id() -> str:
@@ -233,3 +234,37 @@ class AbstractRunEvent(models.Model):
     def to_dict(self) -> dict[str, Any]:
         """The event as it went over the wire: ``{"kind", "run_id", "seq", "ts", **data}``."""
         return {"kind": self.kind, "run_id": self.run_id, "seq": self.seq, "ts": self.ts, **(self.data or {})}
+
+
+class AbstractRunStep(models.Model):
+    """One completed LLM call or tool call of a run, checkpointed so a re-execution replays it.
+
+    ``idx`` numbers a run's steps from 0 in the order the robot took them; ``fingerprint`` is a
+    hash of the step's input (the LLM request, or the tool and its arguments) and ``output`` what
+    came back (see :mod:`robotlab_django.checkpoints`). The concrete model adds
+    ``result = ForeignKey(<result model>, related_name="steps")``.
+    """
+
+    LLM = "llm"
+    TOOL = "tool"
+    KINDS = ((LLM, _("LLM call")), (TOOL, _("tool call")))
+
+    idx = models.PositiveIntegerField(_("step"))
+    kind = models.CharField(_("kind"), max_length=8, choices=KINDS)
+    fingerprint = models.CharField(_("fingerprint"), max_length=64,
+                                   help_text=_("SHA-256 of the step's input; a re-execution replays the step "
+                                               "only while its input is the same."))
+    output = models.JSONField(_("output"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ("result", "idx")
+        verbose_name = _("run step")
+        verbose_name_plural = _("run steps")
+        constraints = [
+            models.UniqueConstraint(fields=("result", "idx"), name="%(app_label)s_%(class)s_result_idx_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.idx}"

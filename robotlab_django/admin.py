@@ -4,8 +4,8 @@
   a transcript page (replies, tool calls and their results), and two actions: re-run the last
   user message, export transcripts as JSON.
 * Results: read-only, filtered by robot, status, model and date, searchable, with token and
-  cost columns, totals of the filtered list, and a usage page charting tokens and cost per day
-  by robot and model.
+  cost columns, totals of the filtered list, a usage page charting tokens and cost per day
+  by robot and model, and each result's checkpointed steps inline.
 
 All model and user text is rendered by templates with autoescaping, or through
 ``format_html``, which escapes its arguments; nothing here marks such text safe.
@@ -38,12 +38,12 @@ from django.utils.translation import gettext_lazy as _
 from . import services
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
-from .models import RobotResult, Thread
+from .models import RobotResult, RunStep, Thread
 from .registry import UnknownRobotError
 from .transcript import export_threads, run_items, transcript_runs
 from .usage import daily_usage
 
-__all__ = ["RobotResultAdmin", "RobotResultInline", "ThreadAdmin", "register_models"]
+__all__ = ["RobotResultAdmin", "RobotResultInline", "RunStepInline", "ThreadAdmin", "register_models"]
 
 #: Results shown inline on a thread's page (the newest); the transcript view shows them all.
 INLINE_RESULTS = 50
@@ -129,6 +129,34 @@ class RobotResultInline(admin.TabularInline):
     def cost_display(self, obj: Any) -> str:
         """The cost in USD."""
         return _cost(obj.cost)
+
+
+class RunStepInline(admin.TabularInline):
+    """A result's checkpointed steps (LLM calls and tool calls), read-only, in order."""
+
+    model = RunStep
+    fields = ("idx", "kind", "short_output", "fingerprint", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    verbose_name_plural = _("steps (checkpointed LLM and tool calls)")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Steps are written by runs, never by hand."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Steps are read-only."""
+        return False
+
+    @admin.display(description=_("output"))
+    def short_output(self, obj: Any) -> str:
+        """The reply text or tool calls of an LLM step, the result of a tool step, shortened."""
+        output = obj.output or {}
+        if "json" in output or "text" in output:
+            return _short(output.get("json", output.get("text")), 120)
+        calls = ", ".join(f"{call.get('name')}({call.get('arguments')})" for call in output.get("tool_calls") or [])
+        return _short(" ".join(filter(None, [output.get("content"), calls])), 120)
 
 
 class ThreadAdmin(_URLs, admin.ModelAdmin):
@@ -429,17 +457,20 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
 
 
 def register_models(thread_model: type[models.Model], result_model: type[models.Model],
-                    site: admin.AdminSite | None = None) -> None:
+                    site: admin.AdminSite | None = None, *, step_model: type[models.Model] | None = None) -> None:
     """Register :class:`ThreadAdmin` and :class:`RobotResultAdmin` for a project's own models.
 
     ``result_model`` must have ``thread = ForeignKey(thread_model, related_name="results")``
-    (the models ``robotlab_install --models`` writes do).
+    (the models ``robotlab_install --models`` writes do). A ``step_model`` (with
+    ``result = ForeignKey(result_model)``) is shown inline on each result (:class:`RunStepInline`).
     """
     site = site or admin.site
     inline = type(f"{result_model.__name__}Inline", (RobotResultInline,), {"model": result_model})
     thread_admin = type(f"{thread_model.__name__}Admin", (ThreadAdmin,), {"inlines": (inline,)})
     site.register(thread_model, thread_admin)
-    site.register(result_model, RobotResultAdmin)
+    steps = () if step_model is None else (type(f"{step_model.__name__}Inline", (RunStepInline,),
+                                                {"model": step_model}),)
+    site.register(result_model, type(f"{result_model.__name__}Admin", (RobotResultAdmin,), {"inlines": steps}))
 
 
-register_models(Thread, RobotResult)
+register_models(Thread, RobotResult, step_model=RunStep)

@@ -4,7 +4,7 @@
 ``robotlab.E001`` ``ROBOTLAB`` is not a dict.
 ``robotlab.E002`` A key has a value of the wrong type, outside its range, or not among its choices.
 ``robotlab.E003`` A dotted path (``LLM``, ``ROBOTS``, ``NETWORKS``) does not import, or a model setting
-                  (``THREAD_MODEL``, ``RESULT_MODEL``, ``EVENT_MODEL``) names no installed model.
+                  (``THREAD_MODEL``, ``RESULT_MODEL``, ``EVENT_MODEL``, ``STEP_MODEL``) names no installed model.
 ``robotlab.E004`` ``ROBOTLAB`` holds what looks like an API key or secret.
 ``robotlab.W001`` An unknown key (probably a typo; the hint suggests the closest key).
 ``robotlab.W002`` No LLM is configured: runs will fail until a model or a provider key is set.
@@ -93,7 +93,7 @@ def _resolution_errors(key: str, value: Any) -> list[CheckMessage]:
                                              f"returning a {kind}, or a class with a build() classmethod).",
                                         id="robotlab.E003"))
         return errors
-    if key in {"THREAD_MODEL", "RESULT_MODEL", "EVENT_MODEL"}:
+    if key in {"THREAD_MODEL", "RESULT_MODEL", "EVENT_MODEL", "STEP_MODEL"}:
         from django.apps import apps
 
         try:

@@ -74,6 +74,12 @@ SETTINGS: dict[str, Setting] = {
         "robotlab.RobotResult", (str,), "'app_label.Model' of the robot result model the services use."),
     "EVENT_MODEL": Setting(
         "robotlab.RunEvent", (str,), "'app_label.Model' of the stream event model (events kept for replay)."),
+    "STEP_MODEL": Setting(
+        "robotlab.RunStep", (str,), "'app_label.Model' of the run step model (checkpointed LLM and tool calls); "
+        "its result foreign key must point at RESULT_MODEL, else runs are not checkpointed."),
+    "CHECKPOINT_STEPS": Setting(
+        True, (bool,), "Store each completed LLM call and tool call of a run as a step; a run executed again "
+        "after its worker was lost replays them instead of calling the model and the tools again."),
     "EXECUTOR": Setting(
         "thread", (str,), "How queued runs (admin re-run, RobotJob.enqueue) execute: 'thread' runs them in a "
         "background thread of this process once the transaction commits; 'sync' runs them at once; 'celery' "
@@ -140,6 +146,8 @@ class AppSettings:
     THREAD_MODEL = property(lambda self: self.get("THREAD_MODEL"), doc=SETTINGS["THREAD_MODEL"].doc)
     RESULT_MODEL = property(lambda self: self.get("RESULT_MODEL"), doc=SETTINGS["RESULT_MODEL"].doc)
     EVENT_MODEL = property(lambda self: self.get("EVENT_MODEL"), doc=SETTINGS["EVENT_MODEL"].doc)
+    STEP_MODEL = property(lambda self: self.get("STEP_MODEL"), doc=SETTINGS["STEP_MODEL"].doc)
+    CHECKPOINT_STEPS = property(lambda self: self.get("CHECKPOINT_STEPS"), doc=SETTINGS["CHECKPOINT_STEPS"].doc)
     EXECUTOR = property(lambda self: self.get("EXECUTOR"), doc=SETTINGS["EXECUTOR"].doc)
     TASK_QUEUE = property(lambda self: self.get("TASK_QUEUE"), doc=SETTINGS["TASK_QUEUE"].doc)
     TASK_MAX_ATTEMPTS = property(lambda self: self.get("TASK_MAX_ATTEMPTS"), doc=SETTINGS["TASK_MAX_ATTEMPTS"].doc)
@@ -167,6 +175,10 @@ class AppSettings:
     def event_model(self) -> type[models.Model]:
         """The model class named by ``EVENT_MODEL``."""
         return apps.get_model(self.EVENT_MODEL)
+
+    def step_model(self) -> type[models.Model]:
+        """The model class named by ``STEP_MODEL``."""
+        return apps.get_model(self.STEP_MODEL)
 
     def llm_factory(self) -> Callable[[], Any] | None:
         """The callable named by ``LLM`` (imported when it is a dotted path), or ``None``."""

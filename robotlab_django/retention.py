@@ -1,4 +1,4 @@
-"""Retention: delete threads inactive for longer than an age, with their results and events.
+"""Retention: delete threads inactive for longer than an age, with their results, events and steps.
 
 ``manage.py robotlab_prune --older-than 90d`` calls :func:`prune_threads`. A thread's age is
 measured from its ``updated_at``, which every run touches, so an old conversation still in use
@@ -50,7 +50,8 @@ class PruneReport:
 
 def prune_threads(older_than: dt.timedelta, *, now: dt.datetime | None = None, dry_run: bool = False,
                   batch_size: int = 500) -> PruneReport:
-    """Delete every thread not updated within ``older_than``, with its results and events.
+    """Delete every thread not updated within ``older_than``, with its results and events (and the results'
+    checkpointed steps: a cascade).
 
     Args:
         older_than: The age beyond which threads go.

@@ -10,7 +10,8 @@ A run is one :class:`~robotlab_django.models.RobotResult` row, in two steps:
 2. :func:`execute_run` claims the row with a conditional update (a second worker given the same
    row does nothing), builds a fresh robot, restores the thread's history into it, runs it
    without holding any lock, and stores the reply, the messages the run appended, tokens, cost,
-   duration, or the error.
+   duration, or the error. Each LLM call and tool call of the run is checkpointed as it completes
+   (:mod:`robotlab_django.checkpoints`), so an execution after a lost worker replays them.
 
 :func:`run_robot` does both now; :func:`arun_robot` is its async twin. Views, commands, jobs and
 the admin call these functions; nothing else writes results. A run whose robot name is a registered
@@ -31,7 +32,7 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
-from . import streaming
+from . import checkpoints, streaming
 from .abstract_models import Status
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
@@ -262,6 +263,7 @@ def _prepare(row: Any, llm: Any, options: Mapping[str, Any]) -> tuple[Any, int]:
     robot = build_robot(row.robot_name, llm=llm, **dict(options))
     history = load_history(row.thread_id, before=row.sequence_number)
     robot.replace_messages(history)
+    checkpoints.attach(robot, row)  # an execution after a lost worker replays the steps already done
     return robot, len(history)
 
 

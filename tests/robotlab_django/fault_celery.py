@@ -21,7 +21,10 @@ VISIBILITY_TIMEOUT = 20.0
 #: Seconds a run may be ``running`` before a redelivery takes it over.
 RUN_LEASE = 15.0
 
-settings.ROBOTLAB = {**settings.ROBOTLAB, "RUN_LEASE": RUN_LEASE}
+# the step-kill scenario's robot, and its switch for checkpoints (tests/robotlab_django/faults.py)
+settings.ROBOTLAB = {**settings.ROBOTLAB, "RUN_LEASE": RUN_LEASE,
+                     "ROBOTS": {"notary": "tests.robotlab_django.faults.build_notary"},
+                     "CHECKPOINT_STEPS": os.environ.get("ROBOTLAB_FAULT_CHECKPOINTS", "1") != "0"}
 
 # ROBOTLAB_TEST_BROKER_URL: a broker apart from the channel layer (the Redis-restart test kills the layer's)
 app.conf.broker_url = os.environ.get("ROBOTLAB_TEST_BROKER_URL") or app.conf.broker_url

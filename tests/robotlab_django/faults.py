@@ -9,6 +9,11 @@ thing mid-stream and prints what it observed as one JSON line; the test asserts 
   message (``reject_on_worker_lost``) and a new child runs it again.
 * ``worker-kill --mode node``: SIGKILL the whole worker mid-run, start a new one; the broker
   redelivers the unacked message after its ``visibility_timeout`` (20 s here: fault_celery.py).
+* ``step-kill``: the ``notary`` robot calls its tool (a side effect: a line in a file), then streams its
+  answer from a fake OpenAI-compatible server in this process; SIGKILL the pool child mid-answer. The
+  facts count the requests the server got and the tool's runs across both attempts: with checkpoints
+  (``ROBOTLAB["CHECKPOINT_STEPS"]``) only the answer in flight is sent again (``--no-checkpoints``:
+  everything is).
 * ``poison-run``: SIGKILL the pool child on every attempt; after ``TASK_MAX_ATTEMPTS`` the run is
   marked failed instead of looping.
 * ``socket-drop``: a websocket client drops its connection several times mid-stream and resumes
@@ -338,6 +343,85 @@ def worker_kill(mode: str, processes: Processes) -> dict[str, Any]:
             "clean": _facts(clean.pk)}
 
 
+#: Tokens of the ``notary`` robot's streamed answer (at 40 tokens/s) in the step-kill scenario.
+ANSWER_TOKENS = 60
+#: The environment of the step-kill scenario: the fake server's address, the tool's notes file, checkpoints.
+LLM_BASE_ENV, NOTES_ENV = "ROBOTLAB_FAULT_LLM_BASE", "ROBOTLAB_FAULT_NOTES"
+CHECKPOINTS_ENV = "ROBOTLAB_FAULT_CHECKPOINTS"
+
+
+def server_llm() -> Any:
+    """The LLM of the step-kill scenario (``ROBOTLAB["LLM"]``): litellm against the driver's fake server.
+
+    No litellm retries, so the server's request count is the robot's call count.
+    """
+    from robotlab.llm import LLMClient
+
+    return LLMClient(api_base=os.environ[LLM_BASE_ENV], api_key="sk-fake", num_retries=0)
+
+
+def write_note(note: str) -> str:
+    """Write a note down.
+
+    Args:
+        note: What to write.
+    """
+    with open(os.environ[NOTES_ENV], "a", encoding="utf-8") as notes:
+        notes.write(f"{note}\n")
+    return f"noted {note}"
+
+
+def build_notary(**options: Any) -> Any:
+    """The step-kill scenario's robot (``ROBOTLAB["ROBOTS"]["notary"]``): one tool call, then an answer."""
+    import robotlab
+
+    return robotlab.build(name="notary", system_prompt="You write notes.", local_tools=[write_note], **options)
+
+
+def _notes() -> list[str]:
+    path = Path(os.environ[NOTES_ENV])
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def step_kill(processes: Processes, server: Any) -> dict[str, Any]:
+    """Kill the pool child while the run streams its second LLM call; count what was sent and run again."""
+    import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
+    from robotlab.testing.server import call, tokens, tool_calls
+    from robotlab_django import services, tasks
+    from robotlab_django.models import RunStep
+
+    arrivals: list[float] = []
+
+    def respond(body: dict[str, Any]) -> Any:
+        arrivals.append(time.monotonic())
+        if body["messages"][-1]["role"] == "tool":
+            return tokens(ANSWER_TOKENS, tokens_per_second=40)
+        return tool_calls(call("write_note", note="milk"))
+
+    server.responder = respond
+    user, _session = _setup()
+    queue = f"robotlab-faults-{uuid.uuid4().hex[:8]}"
+    row = services.start_run(services.get_thread(None, user=user), "notary", "Note milk")
+    tasks.enqueue(row, queue=queue)  # autocommit: sent at once
+    worker = processes.worker(queue)
+    wait_for(lambda: str(_row(row.pk).status) == "running" and _notes() and _saved_deltas(row.pk) >= 2,
+             "the tool to have run and the answer to be streaming")
+    for pid in children(worker.pid):
+        os.kill(pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    wait_for(lambda: _finished(row.pk), "the killed run to finish on its retry", timeout=2 * WAIT)
+    bodies = server.requests
+    answers = sum(body["messages"][-1]["role"] == "tool" for body in bodies)
+    after = [stamp - killed_at for stamp in arrivals if stamp > killed_at]
+    messages = _row(row.pk).messages
+    return {"requests": len(bodies), "tool_call_requests": len(bodies) - answers, "answer_requests": answers,
+            "completed_llm_steps_reissued": len(bodies) - answers - 1, "tool_runs": len(_notes()),
+            "final_messages": sum(m.get("role") == "assistant" and not m.get("tool_calls") for m in messages),
+            "resume_seconds": round(after[0], 3) if after else None,
+            "steps": list(RunStep.objects.filter(result_id=row.pk).order_by("idx").values_list("idx", "kind")),
+            "run": _facts(row.pk)}
+
+
 def _streaming_attempt(pk: int) -> int:
     """How many times the running run has started, once text follows its last ``run.started`` (else 0)."""
     from robotlab_django.models import RunEvent
@@ -474,7 +558,8 @@ def _processes(workdir: Path) -> Iterator[Processes]:
 def main() -> int:
     """Run one scenario (the environment names the database and Redis) and print its facts as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=["worker-kill", "poison-run", "socket-drop", "redis-restart"])
+    parser.add_argument("scenario", choices=["worker-kill", "step-kill", "poison-run", "socket-drop", "redis-restart"])
+    parser.add_argument("--no-checkpoints", action="store_true", help="step-kill without ROBOTLAB['CHECKPOINT_STEPS']")
     parser.add_argument("--mode", choices=["child", "node"], default="child")
     parser.add_argument("--drops", type=int, default=4)
     parser.add_argument("--workdir", type=Path, required=True)
@@ -484,12 +569,23 @@ def main() -> int:
         redis_port = free_port()
         os.environ["ROBOTLAB_TEST_BROKER_URL"] = os.environ.get("ROBOTLAB_TEST_REDIS_URL") or REDIS_URL
         os.environ["ROBOTLAB_TEST_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
+    server: Any = None
+    if args.scenario == "step-kill":  # the worker inherits this environment
+        from robotlab.testing.server import FakeLLMServer
+
+        server = FakeLLMServer().start()
+        os.environ.update({LLM_BASE_ENV: server.base_url, NOTES_ENV: str(args.workdir / "notes.txt"),
+                           CHECKPOINTS_ENV: "0" if args.no_checkpoints else "1",
+                           "ROBOTLAB_TEST_LLM": "tests.robotlab_django.faults.server_llm",
+                           "ROBOT_LAB_MODEL": "openai/gpt-4o-mini"})
     import django
 
     django.setup()
     with _processes(args.workdir) as processes:
         if args.scenario == "worker-kill":
             facts = worker_kill(args.mode, processes)
+        elif args.scenario == "step-kill":
+            facts = step_kill(processes, server)
         elif args.scenario == "poison-run":
             facts = poison_run(processes)
         elif args.scenario == "socket-drop":
@@ -497,6 +593,8 @@ def main() -> int:
         else:
             processes.redis(redis_port)
             facts = redis_restart(processes, redis_port)
+    if server is not None:
+        server.stop()
     print(json.dumps(facts))
     return 0
 

@@ -214,3 +214,18 @@ def test_change_list_queries_do_not_grow_with_the_page(admin_client: Client, dja
     with CaptureQueriesContext(connection) as large:
         assert admin_client.get(url).status_code == 200
     assert len(large) == len(small)
+
+
+def test_result_page_shows_its_checkpointed_steps_read_only_and_escaped(admin_client: Client) -> None:
+    from django.urls import reverse
+
+    from robotlab_django.models import RunStep
+
+    row = _hostile_thread()
+    RunStep.objects.create(result=row, idx=0, kind="llm", fingerprint="a" * 64,
+                           output={"content": None, "tool_calls": [{"id": "c1", "name": "lookup", "arguments": "{}"}]})
+    RunStep.objects.create(result=row, idx=1, kind="tool", fingerprint="b" * 64, output={"json": json.dumps(PAYLOAD)})
+    page = admin_client.get(reverse("admin:robotlab_robotresult_change", args=[row.pk])).content.decode()
+    assert "checkpointed LLM and tool calls" in page and "lookup({})" in page and "b" * 64 in page
+    assert PAYLOAD not in page and ESCAPED in page
+    assert 'name="steps-0-kind"' not in page  # read-only: no form fields

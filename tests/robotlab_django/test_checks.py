@@ -51,6 +51,7 @@ def test_e002_invalid_values(settings: Any, key: str, value: Any, fragment: str)
     {"ROBOTS": {"ghost": "tests.robotlab_django.nowhere.build"}},
     {"RESULT_MODEL": "robotlab.Nope"},
     {"EVENT_MODEL": "not-a-model-label"},
+    {"STEP_MODEL": "robotlab.Nope"},
 ])
 def test_e003_unresolvable_paths_and_models(settings: Any, robotlab: dict[str, Any]) -> None:
     settings.ROBOTLAB = robotlab

@@ -27,7 +27,7 @@ from django.utils import timezone
 from robotlab.testing import text
 from robotlab_django import services, tasks
 from robotlab_django.models import RobotResult, Status
-from tests.robotlab_django.faults import REDIS_URL, ROOT, database_env, reachable
+from tests.robotlab_django.faults import ANSWER_TOKENS, REDIS_URL, ROOT, database_env, reachable
 
 TOKENS = 60
 
@@ -106,6 +106,26 @@ def test_a_worker_killed_mid_run_completes_it_on_redelivery_exactly_once(tmp_pat
     assert run["replayed_text"] == clean["reply"]  # a client replaying the stored events ends with it too
     assert run["kinds"].count("run.started") == 2
     assert run["kinds"].count("run.completed") == 1 and run["kinds"][-1] == "stream.ended"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("checkpoints", [True, False], ids=["checkpoints", "no-checkpoints"])
+def test_a_run_executed_again_after_a_kill_sends_only_the_llm_call_in_flight_again(tmp_path: Path,
+                                                                                  checkpoints: bool) -> None:
+    facts = _scenario(tmp_path, "step-kill", *([] if checkpoints else ["--no-checkpoints"]))
+    run = facts["run"]
+    assert run["status"] == "completed", run["error"]
+    assert run["attempts"] == 2 and run["rows_on_thread"] == 1
+    answer = " ".join(f"tok{index}" for index in range(ANSWER_TOKENS))
+    assert run["reply"] == run["replayed_text"] == answer  # no duplicated or missing text
+    assert facts["final_messages"] == 1 and run["kinds"].count("run.completed") == 1  # B5: no duplicate finals
+    assert facts["answer_requests"] == 2  # the call in flight at the kill is sent again: its stream was lost
+    if checkpoints:  # B5: completed LLM steps re-issued = 0, and the tool's side effect happened once
+        assert (facts["completed_llm_steps_reissued"], facts["tool_runs"]) == (0, 1)
+        assert facts["steps"] == [[0, "llm"], [1, "tool"], [2, "llm"]]
+    else:  # the control: without checkpoints the first LLM call and the tool run again
+        assert (facts["completed_llm_steps_reissued"], facts["tool_runs"]) == (1, 2)
+        assert facts["steps"] == []
 
 
 @pytest.mark.slow

@@ -104,7 +104,8 @@ def test_fresh_project_with_its_own_models(tmp_path: Path) -> None:
     assert '"THREAD_MODEL": "chat.Thread"' in out
     _add_settings(project, """
         INSTALLED_APPS += ["chat"]
-        ROBOTLAB.update(THREAD_MODEL="chat.Thread", RESULT_MODEL="chat.RobotResult", EVENT_MODEL="chat.RunEvent")
+        ROBOTLAB.update(THREAD_MODEL="chat.Thread", RESULT_MODEL="chat.RobotResult", EVENT_MODEL="chat.RunEvent",
+                        STEP_MODEL="chat.RunStep")
     """)
     _manage(project, "startrobot", "Support", "--app", "chat")
     _manage(project, "startrobotjob", "Support", "--app", "chat")
@@ -124,6 +125,7 @@ client = Client()
 client.force_login(get_user_model().objects.create_superuser("admin", "a@example.com", "pw"))
 page = client.get("/admin/chat/robotresult/")
 print("OWN", type(row).__module__, RobotResult.objects.count(), page.status_code, "offline demo model" in
-      client.get(f"/admin/chat/thread/{row.thread_id}/transcript/").content.decode())
+      client.get(f"/admin/chat/thread/{row.thread_id}/transcript/").content.decode(), "STEPS", row.steps.exists(),
+      "checkpointed LLM and tool calls" in client.get(f"/admin/chat/robotresult/{row.pk}/change/").content.decode())
 """
-    assert "OWN chat.models 1 200 True" in _manage(project, "shell", "-c", script)
+    assert "OWN chat.models 1 200 True STEPS True True" in _manage(project, "shell", "-c", script)

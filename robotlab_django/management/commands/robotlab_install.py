@@ -94,7 +94,8 @@ class Command(BaseCommand):
         if options["models"]:
             lines += [f'        "THREAD_MODEL": "{app.label}.Thread",',
                       f'        "RESULT_MODEL": "{app.label}.RobotResult",',
-                      f'        "EVENT_MODEL": "{app.label}.RunEvent",']
+                      f'        "EVENT_MODEL": "{app.label}.RunEvent",',
+                      f'        "STEP_MODEL": "{app.label}.RunStep",']
         lines += ["    }", "", "Next steps:"]
         steps = []
         if options["models"]:

@@ -1,0 +1,243 @@
+"""Checkpoints: every completed LLM call and tool call of a run is a step row, replayed on re-execution.
+
+A run executed again after its worker was lost (a killed pool child, a lost node: see
+:mod:`robotlab_django.tasks`) starts the robot from the beginning. Without checkpoints it would send
+every LLM request of the earlier attempt again (billed twice) and run its tools again (side effects
+twice). With them (``ROBOTLAB["CHECKPOINT_STEPS"]``, on by default) :func:`attach` gives the robot
+
+* a :class:`CheckpointLLM` around its LLM: the run's *i*-th request is answered from step *i* when
+  that step is stored with the same :func:`llm_fingerprint` (its text goes through ``on_text`` once,
+  so the stream and the saved reply stay whole); otherwise the real LLM answers and the response is
+  stored as step *i* before the robot goes on;
+* a :class:`ToolCheckpoint` hook (``around_tool_call``): a stored tool step with the same
+  :func:`tool_fingerprint` gives its result and the tool does not run; otherwise the tool runs and
+  its result is stored.
+
+So only the step in flight when the worker died is issued again. A step whose input differs from the
+stored one (the run diverged: a prompt or the history changed between attempts) ends the replay: it
+and every later step are issued afresh and the stale steps are replaced (a warning is logged).
+
+Each step is stored the moment it completes, in a thread of its own with its own database
+connection (autocommit), so it survives a kill right after. A step that cannot be stored is logged
+and the run goes on: checkpoints make a re-execution cheaper, never a run fail. Runs executed inside
+a transaction (the ``sync`` executor under ``ATOMIC_REQUESTS``, a test case) are not checkpointed:
+nothing of them would survive a crash. Steps are kept when the run ends (the admin shows them) and
+deleted with their result (a cascade: retention deletes them with the thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import IntegrityError, InterfaceError, OperationalError, connections, router, transaction
+
+from robotlab.hooks import Hook, ToolCallHookContext
+from robotlab.llm import LLM, LLMClient, LLMRequest, LLMResponse, TextCallback, ToolCallRequest
+
+from .conf import app_settings
+from .encoders import RobotLabJSONEncoder
+
+__all__ = ["LLM_STEP", "STORE_ATTEMPTS", "TOOL_STEP", "CheckpointLLM", "StepLog", "ToolCheckpoint", "attach",
+           "llm_fingerprint", "tool_fingerprint"]
+
+logger = logging.getLogger("robotlab_django")
+
+#: The ``kind`` of a step that is an LLM call, and of one that is a tool call.
+LLM_STEP, TOOL_STEP = "llm", "tool"
+#: Times storing a step is tried when the database is busy or the connection dropped.
+STORE_ATTEMPTS = 3
+_BACKOFF = 0.05
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, cls=RobotLabJSONEncoder, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def llm_fingerprint(request: LLMRequest) -> str:
+    """SHA-256 of what an LLM call depends on: the model, the messages and the tool schemas."""
+    return _digest({"model": request.model, "messages": request.messages, "tools": request.tools})
+
+
+def tool_fingerprint(name: str, arguments: Any) -> str:
+    """SHA-256 of a tool call: the tool's name and its arguments."""
+    return _digest({"tool": name, "arguments": arguments})
+
+
+def _response_output(response: LLMResponse) -> dict[str, Any]:
+    return {"content": response.content, "thinking": response.thinking, "model": response.model,
+            "finish_reason": response.finish_reason, "input_tokens": response.input_tokens,
+            "output_tokens": response.output_tokens, "cost": response.cost,
+            "tool_calls": [{"id": call.id, "name": call.name, "arguments": call.arguments}
+                           for call in response.tool_calls]}
+
+
+def _stored_response(output: Mapping[str, Any]) -> LLMResponse:
+    return LLMResponse(content=output.get("content"), thinking=output.get("thinking"), model=output.get("model"),
+                       finish_reason=output.get("finish_reason"), input_tokens=int(output.get("input_tokens") or 0),
+                       output_tokens=int(output.get("output_tokens") or 0), cost=float(output.get("cost") or 0),
+                       tool_calls=[ToolCallRequest(**call) for call in output.get("tool_calls") or []])
+
+
+def _tool_output(value: Any) -> dict[str, Any]:
+    """``{"json": <value as JSON text>}`` when the value comes back from JSON unchanged, else ``{"text": <what
+    the model saw>}``. JSON text, not a JSON value: PostgreSQL's ``jsonb`` reorders keys, and the model
+    must see the same text on replay."""
+    try:
+        dumped = json.dumps(value, ensure_ascii=False)
+        if json.loads(dumped) == value:
+            return {"json": dumped}
+    except (TypeError, ValueError):
+        pass
+    from robotlab._loop import tool_result_text
+
+    return {"text": tool_result_text(value)}
+
+
+def _stored_tool_result(output: Mapping[str, Any]) -> Any:
+    return json.loads(output["json"]) if "json" in output else output.get("text", "")
+
+
+class StepLog:
+    """The steps of one run: the stored ones, replayed in order, and the recording of new ones.
+
+    Args:
+        result_id: The run's result primary key.
+        stored: The stored steps by index: ``{idx: (kind, fingerprint, output)}``.
+    """
+
+    def __init__(self, result_id: Any, stored: Mapping[int, tuple[str, str, Any]]) -> None:
+        self.result_id = result_id
+        self.stored = dict(stored)
+        self.replayed = 0
+        self.recorded = 0
+        self._next = 0
+        self._diverged_at: int | None = None
+
+    def replay(self, kind: str, fingerprint: str) -> tuple[int, Any]:
+        """Take the next step index: ``(idx, stored output)``, or ``(idx, None)`` when the step must be issued."""
+        idx = self._next
+        self._next += 1
+        step = self.stored.get(idx) if self._diverged_at is None else None
+        if step is None:
+            return idx, None
+        if step[:2] == (kind, fingerprint):
+            self.replayed += 1
+            return idx, step[2]
+        self._diverged_at = idx
+        logger.warning("robotlab: run %s diverged from its checkpoints at step %s (%s); issuing it and the "
+                       "steps after it again", self.result_id, idx, kind)
+        return idx, None
+
+    async def record(self, idx: int, kind: str, fingerprint: str, output: dict[str, Any]) -> None:
+        """Store step ``idx`` now (committed before this returns); a failure is logged, never raised."""
+        await asyncio.to_thread(self._store, idx, kind, fingerprint, output)
+
+    def _store(self, idx: int, kind: str, fingerprint: str, output: dict[str, Any]) -> None:
+        model: Any = app_settings.step_model()
+        using = router.db_for_write(model)
+        try:
+            for attempt in range(1, STORE_ATTEMPTS + 1):
+                try:
+                    with transaction.atomic(using=using):
+                        if idx == self._diverged_at:  # the stale steps of the earlier attempt go
+                            model.objects.using(using).filter(result_id=self.result_id, idx__gte=idx).delete()
+                        model.objects.using(using).create(result_id=self.result_id, idx=idx, kind=kind,
+                                                          fingerprint=fingerprint, output=output)
+                    self.recorded += 1
+                    return
+                except (OperationalError, InterfaceError) as exc:  # busy (SQLite) or a dropped connection
+                    if attempt == STORE_ATTEMPTS:
+                        raise
+                    logger.info("robotlab: storing step %s of run %s failed (%s); retrying", idx, self.result_id, exc)
+                    connections[using].close()
+                    time.sleep(_BACKOFF * attempt)
+        except IntegrityError as exc:
+            logger.warning("robotlab: step %s of run %s is stored already (%s); is the run executing twice?",
+                           idx, self.result_id, exc)
+        except Exception:
+            logger.exception("robotlab: could not store step %s of run %s", idx, self.result_id)
+        finally:
+            connections[using].close()  # this is a pool thread: it keeps no connection
+
+
+class CheckpointLLM:
+    """An LLM that answers a run's requests from its stored steps, and stores the ones it had to send.
+
+    Args:
+        llm: The real LLM.
+        log: The run's :class:`StepLog`.
+    """
+
+    def __init__(self, llm: LLM, log: StepLog) -> None:
+        self.llm = llm
+        self.log = log
+
+    async def complete(self, request: LLMRequest, *, on_text: TextCallback | None = None) -> LLMResponse:
+        """The stored response of this step when its request is the same, else the real LLM's (then stored)."""
+        fingerprint = llm_fingerprint(request)
+        idx, stored = self.log.replay(LLM_STEP, fingerprint)
+        if stored is not None:
+            response = _stored_response(stored)
+            if on_text is not None and response.content:
+                on_text(response.content)
+            return response
+        response = await self.llm.complete(request, on_text=on_text)
+        await self.log.record(idx, LLM_STEP, fingerprint, _response_output(response))
+        return response
+
+
+class ToolCheckpoint(Hook):
+    """The ``around_tool_call`` hook of a checkpointed run (``ctx.local.log`` is its :class:`StepLog`)."""
+
+    namespace = "robotlab_checkpoint"
+
+    @classmethod
+    async def around_tool_call(cls, ctx: ToolCallHookContext, proceed: Any) -> Any:
+        """Give the stored result of this tool step when its call is the same; else run the tool and store it."""
+        log: StepLog = ctx.local.log
+        fingerprint = tool_fingerprint(ctx.tool_name, ctx.tool_args)
+        idx, stored = log.replay(TOOL_STEP, fingerprint)
+        if stored is not None:
+            ctx.tool_result = _stored_tool_result(stored)
+            return None
+        outcome = await proceed()
+        await log.record(idx, TOOL_STEP, fingerprint, _tool_output(ctx.tool_result))
+        return outcome
+
+
+def _enabled(result_model: Any) -> bool:
+    if not app_settings.CHECKPOINT_STEPS:
+        return False
+    model: Any = app_settings.step_model()
+    if model._meta.get_field("result").related_model is not result_model:
+        logger.warning("robotlab: ROBOTLAB['STEP_MODEL'] (%s) does not point at RESULT_MODEL (%s); runs are not "
+                       "checkpointed", app_settings.STEP_MODEL, app_settings.RESULT_MODEL)
+        return False
+    return not transaction.get_connection(router.db_for_write(model)).in_atomic_block
+
+
+def attach(robot: Any, row: Any) -> StepLog | None:
+    """Checkpoint ``robot``'s run of ``row``: wrap its LLM, hook its tool calls, load the stored steps.
+
+    Returns:
+        The run's :class:`StepLog`, or ``None`` when the run is not checkpointed
+        (``ROBOTLAB["CHECKPOINT_STEPS"]`` is false, ``STEP_MODEL`` is not for ``RESULT_MODEL``,
+        the caller is inside a transaction, or the robot has no model and will fail anyway).
+    """
+    if not _enabled(type(row)):
+        return None
+    if robot.model is None and isinstance(robot.llm, LLMClient):
+        return None  # the robot raises its "no model" ConfigurationError; leave that to it
+    steps = app_settings.step_model().objects.filter(result_id=row.pk).values_list("idx", "kind", "fingerprint",
+                                                                                    "output")
+    log = StepLog(row.pk, {idx: (kind, fingerprint, output) for idx, kind, fingerprint, output in steps})
+    robot.llm = CheckpointLLM(robot.llm, log)
+    robot.on(ToolCheckpoint, context={"log": log})
+    return log
