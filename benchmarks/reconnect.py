@@ -259,6 +259,8 @@ def main() -> int:
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--layer", choices=("pubsub", "redis"), default="pubsub",
                         help="channels-redis' RedisPubSubChannelLayer or RedisChannelLayer.")
+    parser.add_argument("--pg-pool", action="store_true",
+                        help="PostgreSQL through psycopg's connection pool (Django's OPTIONS['pool']).")
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
     args = parser.parse_args()
     try:
@@ -267,6 +269,7 @@ def main() -> int:
         print(f"Redis at 127.0.0.1:6379 cannot be reached: {exc}", file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="robotlab-b6-"))
+    os.environ["BENCH_PG_POOL"] = "1" if args.pg_pool else ""
     database = _configure(args.db, args.layer, "wal", args.tokens, args.rate, workdir)
     if not args.json:
         print(f"B6: {args.runs} runs, {args.concurrency} at a time, {args.tokens} tokens at {args.rate:g} tok/s; "

@@ -375,6 +375,8 @@ def main() -> int:
     parser.add_argument("--layer", choices=("redis", "pubsub", "memory"), default="redis",
                         help="channels-redis' RedisChannelLayer or RedisPubSubChannelLayer with a Celery worker, "
                              "or InMemoryChannelLayer inside daphne.")
+    parser.add_argument("--pg-pool", action="store_true",
+                        help="PostgreSQL through psycopg's connection pool (Django's OPTIONS['pool']).")
     parser.add_argument("--capacity", type=int, default=None,
                         help="RedisChannelLayer's capacity (default 100); a small one makes it drop messages, "
                              "which the consumer fills in from the stored rows.")
@@ -392,6 +394,7 @@ def main() -> int:
     timeout = args.timeout or args.tokens / args.rate + 60
     counts = list(FIND_MAX_STEPS) if args.find_max else [int(part) for part in args.clients.split(",")]
     workdir = Path(tempfile.mkdtemp(prefix="robotlab-b2-"))
+    os.environ["BENCH_PG_POOL"] = "1" if args.pg_pool else ""
     database = _configure(args.db, args.layer, args.sqlite_journal, args.tokens, args.rate, workdir, args.capacity)
     path = {"redis": "Celery worker -> channels-redis RedisChannelLayer -> daphne",
             "pubsub": "Celery worker -> channels-redis RedisPubSubChannelLayer -> daphne",
