@@ -49,6 +49,8 @@ SETTINGS_PROBE = """
 import json
 from django.conf import settings
 print(json.dumps({"db": settings.DATABASES["default"]["ENGINE"], "layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
+                  "db_options": settings.DATABASES["default"].get("OPTIONS", {}),
+                  "conn_max_age": settings.DATABASES["default"].get("CONN_MAX_AGE"),
                   "hosts": settings.CHANNEL_LAYERS["default"].get("CONFIG", {}).get("hosts"),
                   "broker": settings.CELERY_BROKER_URL, "robotlab": settings.ROBOTLAB}))
 """
@@ -81,6 +83,7 @@ def test_settings_come_from_the_environment(tmp_path: Path) -> None:
                   REDIS_URL="redis://cache.example:6379/1", ROBOT_LAB_MODEL="openai/gpt-4o-mini")
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["db"] == "django.db.backends.postgresql"
+    assert found["db_options"]["pool"] and found["conn_max_age"] == 0  # a pool, no persistent connections
     assert found["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
     assert found["hosts"] == [{"address": "redis://cache.example:6379/1", "socket_timeout": None}]
     assert found["broker"] == "redis://cache.example:6379/1"
