@@ -21,6 +21,10 @@ thing mid-stream and prints what it observed as one JSON line; the test asserts 
 * ``redis-restart``: the channel layer's Redis (a private server) is killed mid-stream and started
   again on the same port; the run, in a Celery worker whose broker is the shared Redis, keeps
   storing its events and the client resynchronises.
+* ``redis-hang``: the channel layer's Redis is stopped (``SIGSTOP``, so it hangs instead of closing its
+  sockets) mid-stream and continued later; the worker gives up on each send after
+  ``STREAM_PUBLISH_TIMEOUT`` and keeps storing, and the connected client gets the lost batches from
+  the rows without reconnecting.
 
 The model is ``benchmarks.streaming.PacedLLM`` (``BENCH_TOKENS`` tokens at ``BENCH_RATE`` tokens/s).
 The client (:class:`Watcher`) follows the protocol of ``robotlab.js``: it resumes after the last
@@ -181,10 +185,11 @@ class Watcher:
         self.connects = 0
         self.resets = 0
         self.replayed = 0  # new events that came in a replay after a reconnect, not live
+        self.healed = 0  # new events of live frames the consumer read from the rows (no t_emit): a lost batch
         self.live_after_reconnect = 0
         self._replaying = False
 
-    def handle(self, event: dict[str, Any]) -> None:
+    def handle(self, event: dict[str, Any], healed: bool = False) -> None:
         """Apply one event: skip a seen ``seq``, restart the text at a repeated ``run.started``."""
         run, seq = event["run_id"], event["seq"]
         self.cursor = max(self.cursor, int(event.get("cursor") or 0))
@@ -193,6 +198,7 @@ class Watcher:
         self.seq[run] = seq
         self.events += 1
         self.replayed += self._replaying
+        self.healed += healed and not self._replaying
         self.live_after_reconnect += self.connects > 1 and not self._replaying
         if event["kind"] == "run.started" and run in self.text:
             self.text[run] = ""
@@ -244,7 +250,7 @@ class Watcher:
                     frames += data.get("type") == "events"
                     self._replaying = self._replaying and data.get("type") != "replayed"
                     for event in data.get("events", []) if data.get("type") == "events" else []:
-                        self.handle(event)
+                        self.handle(event, healed="t_emit" not in data)
             except (TimeoutError, aiohttp.ClientError, OSError):
                 pass
             finally:
@@ -503,8 +509,9 @@ def socket_drop(processes: Processes, drops: int) -> dict[str, Any]:
             "replayed": client.replayed, "run": _facts(row.pk)}
 
 
-def redis_restart(processes: Processes, redis_port: int) -> dict[str, Any]:
-    """Kill the layer's Redis mid-stream, start it again on the same port; the client resynchronises."""
+def redis_outage(processes: Processes, redis_port: int, *, hang: bool = False) -> dict[str, Any]:
+    """Kill the layer's Redis mid-stream and start it again on the same port, or (``hang``) stop and
+    continue it; the client resynchronises."""
     import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
     from robotlab_django import services, tasks
 
@@ -520,14 +527,18 @@ def redis_restart(processes: Processes, redis_port: int) -> dict[str, Any]:
     def break_redis() -> None:
         wait_for(lambda: client.events >= 3, "live events before the outage")
         redis = processes.by_name["redis"]
-        os.killpg(redis.pid, signal.SIGKILL)
-        redis.wait(timeout=WAIT)
+        os.killpg(redis.pid, signal.SIGSTOP if hang else signal.SIGKILL)
+        if not hang:
+            redis.wait(timeout=WAIT)
         outage["deltas_before"] = _saved_deltas(row.pk)
         # the run goes on without the layer: its events are still stored
         wait_for(lambda: _saved_deltas(row.pk) >= outage["deltas_before"] + 3, "events stored during the outage")
         outage["deltas_during"] = _saved_deltas(row.pk) - outage["deltas_before"]
         outage["connects_during"] = client.connects
-        processes.redis(redis_port)
+        if hang:
+            os.killpg(redis.pid, signal.SIGCONT)
+        else:
+            processes.redis(redis_port)
 
     async def watch() -> None:
         import aiohttp
@@ -542,8 +553,8 @@ def redis_restart(processes: Processes, redis_port: int) -> dict[str, Any]:
     asyncio.run(watch())
     wait_for(lambda: _finished(row.pk), "the run to finish")
     return {"client_text": client.text.get(row.run_id, ""), "connects": client.connects,
-            "replayed": client.replayed, "live_after_reconnect": client.live_after_reconnect, **outage,
-            "run": _facts(row.pk)}
+            "replayed": client.replayed, "live_after_reconnect": client.live_after_reconnect,
+            "healed": client.healed, **outage, "run": _facts(row.pk)}
 
 
 @contextmanager
@@ -558,14 +569,15 @@ def _processes(workdir: Path) -> Iterator[Processes]:
 def main() -> int:
     """Run one scenario (the environment names the database and Redis) and print its facts as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=["worker-kill", "step-kill", "poison-run", "socket-drop", "redis-restart"])
+    parser.add_argument("scenario", choices=["worker-kill", "step-kill", "poison-run", "socket-drop", "redis-restart",
+                                             "redis-hang"])
     parser.add_argument("--no-checkpoints", action="store_true", help="step-kill without ROBOTLAB['CHECKPOINT_STEPS']")
     parser.add_argument("--mode", choices=["child", "node"], default="child")
     parser.add_argument("--drops", type=int, default=4)
     parser.add_argument("--workdir", type=Path, required=True)
     args = parser.parse_args()
     redis_port = 0
-    if args.scenario == "redis-restart":
+    if args.scenario in ("redis-restart", "redis-hang"):
         redis_port = free_port()
         os.environ["ROBOTLAB_TEST_BROKER_URL"] = os.environ.get("ROBOTLAB_TEST_REDIS_URL") or REDIS_URL
         os.environ["ROBOTLAB_TEST_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
@@ -592,7 +604,7 @@ def main() -> int:
             facts = socket_drop(processes, args.drops)
         else:
             processes.redis(redis_port)
-            facts = redis_restart(processes, redis_port)
+            facts = redis_outage(processes, redis_port, hang=args.scenario == "redis-hang")
     if server is not None:
         server.stop()
     print(json.dumps(facts))

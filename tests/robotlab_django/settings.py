@@ -70,6 +70,8 @@ STATIC_URL = "/static/"
 ROBOTLAB = {
     "EXECUTOR": "sync",
     "LLM": os.environ.get("ROBOTLAB_TEST_LLM", "robotlab.demo.DemoLLM"),  # benchmarks/streaming.py paces it
+    # the hung-Redis fault test gives up on a send sooner than the 5 s default
+    "STREAM_PUBLISH_TIMEOUT": float(os.environ.get("ROBOTLAB_TEST_PUBLISH_TIMEOUT", "5")),
 }
 
 # Live runs: the in-memory layer by default; ROBOTLAB_TEST_REDIS_URL switches the layer to channels-redis.

@@ -32,7 +32,8 @@ from tests.robotlab_django.faults import ANSWER_TOKENS, REDIS_URL, ROOT, databas
 TOKENS = 60
 
 
-def _scenario(tmp_path: Path, *args: str, tokens: int = TOKENS, rate: int = 40) -> dict[str, Any]:
+def _scenario(tmp_path: Path, *args: str, tokens: int = TOKENS, rate: int = 40,
+              publish_timeout: float = 5.0) -> dict[str, Any]:
     """Run ``python -m tests.robotlab_django.faults *args`` and return the facts it printed."""
     if not reachable("127.0.0.1", 6379):
         pytest.skip("Redis at 127.0.0.1:6379 cannot be reached (scripts/services starts it)")
@@ -40,7 +41,7 @@ def _scenario(tmp_path: Path, *args: str, tokens: int = TOKENS, rate: int = 40) 
     env = {**os.environ, **database, "DJANGO_SETTINGS_MODULE": "tests.robotlab_django.settings",
            "PYTHONPATH": str(ROOT), "ROBOTLAB_TEST_REDIS_URL": REDIS_URL,
            "ROBOTLAB_TEST_LLM": "benchmarks.streaming.PacedLLM", "BENCH_TOKENS": str(tokens),
-           "BENCH_RATE": str(rate)}
+           "BENCH_RATE": str(rate), "ROBOTLAB_TEST_PUBLISH_TIMEOUT": str(publish_timeout)}
     try:
         driver = subprocess.run([sys.executable, "-m", "tests.robotlab_django.faults", *args,
                                  "--workdir", str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
@@ -164,3 +165,18 @@ def test_a_redis_restart_mid_stream_loses_nothing_saved(tmp_path: Path) -> None:
     assert facts["replayed"] > 0  # the events of the outage came from the stored rows
     assert facts["live_after_reconnect"] > 0  # and the worker publishes live again after the restart
     assert facts["client_text"] == run["reply"] == run["replayed_text"]
+
+
+@pytest.mark.slow
+def test_a_hung_redis_mid_stream_is_healed_without_a_reconnect(tmp_path: Path) -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    facts = _scenario(tmp_path, "redis-hang", tokens=200, rate=50, publish_timeout=0.3)
+    run = facts["run"]
+    assert facts["deltas_during"] >= 3  # the worker gave up on each send and kept storing
+    assert run["status"] == "completed", run["error"]
+    assert run["reply"] == "".join(f"t{index} " for index in range(200))
+    assert facts["connects"] == 1  # the socket stayed up through the outage
+    assert facts["healed"] > 0  # the batches lost in it came from the rows, ahead of the next live one
+    assert facts["client_text"] == run["reply"] == run["replayed_text"]
+
