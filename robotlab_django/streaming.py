@@ -404,8 +404,12 @@ class _Publisher:
 
     def sweep(self, message: dict[str, Any]) -> None:
         """Send ``message`` (a run's last ``prev``, no events) ``SWEEP_DELAY`` seconds from now, without waiting."""
-        if self.loop is not None:
+        if self.loop is None:
+            return
+        try:
             self.loop.call_soon_threadsafe(self.loop.call_later, SWEEP_DELAY, _start_sweep, self.layer, message)
+        except RuntimeError:  # the loop closed since (the consumers' loop of a finished test, say): no sweep
+            logger.debug("robotlab: no sweep for thread %s: its loop is closed", message["thread"])
 
 
 async def _run(start: Starter[T], on_event: Callable[[Event], None]) -> T:
