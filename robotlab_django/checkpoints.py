@@ -220,7 +220,10 @@ def _enabled(result_model: Any) -> bool:
         logger.warning("robotlab: ROBOTLAB['STEP_MODEL'] (%s) does not point at RESULT_MODEL (%s); runs are not "
                        "checkpointed", app_settings.STEP_MODEL, app_settings.RESULT_MODEL)
         return False
-    return not transaction.get_connection(router.db_for_write(model)).in_atomic_block
+    connection = transaction.get_connection(router.db_for_write(model))
+    if connection.vendor == "sqlite" and connection.settings_dict["NAME"] in (":memory:", ""):
+        return False  # a private in-memory database: the step's own connection would see an empty one
+    return not connection.in_atomic_block
 
 
 def attach(robot: Any, row: Any) -> StepLog | None:
@@ -229,7 +232,8 @@ def attach(robot: Any, row: Any) -> StepLog | None:
     Returns:
         The run's :class:`StepLog`, or ``None`` when the run is not checkpointed
         (``ROBOTLAB["CHECKPOINT_STEPS"]`` is false, ``STEP_MODEL`` is not for ``RESULT_MODEL``,
-        the caller is inside a transaction, or the robot has no model and will fail anyway).
+        the caller is inside a transaction, the database is a private in-memory SQLite one, or the
+        robot has no model and will fail anyway).
     """
     if not _enabled(type(row)):
         return None
