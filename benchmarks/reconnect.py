@@ -34,7 +34,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -61,6 +60,7 @@ from benchmarks.streaming import (  # noqa: E402
     _stop,
     _url,
     _wait_for_port,
+    redis_missing,
 )
 
 TARGETS = {"exact_text_fraction": 1.0, "resync_p99_ms": 200.0}
@@ -263,10 +263,8 @@ def main() -> int:
                         help="PostgreSQL through psycopg's connection pool (Django's OPTIONS['pool']).")
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
     args = parser.parse_args()
-    try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=3).close()
-    except OSError as exc:
-        print(f"Redis at 127.0.0.1:6379 cannot be reached: {exc}", file=sys.stderr)
+    if missing := redis_missing():
+        print(missing, file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="robotlab-b6-"))
     os.environ["BENCH_PG_POOL"] = "1" if args.pg_pool else ""

@@ -105,6 +105,15 @@ def _wait_for_port(port: int, timeout: float) -> None:
     raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
 
 
+def redis_missing() -> str | None:
+    """Why Redis at 127.0.0.1:6379 cannot be used, or ``None`` when it answers."""
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=3).close()
+    except OSError as exc:
+        return f"Redis at 127.0.0.1:6379 cannot be reached: {exc}"
+    return None
+
+
 def _cpu_seconds(pid: int) -> float:
     """User plus system CPU seconds of process ``pid`` (from ``/proc``; 0 where there is none)."""
     try:
@@ -386,10 +395,8 @@ def main() -> int:
                         help=f"Step N through {FIND_MAX_STEPS} until emit->receive p99 exceeds 250 ms.")
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
     args = parser.parse_args()
-    try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=3).close()
-    except OSError as exc:
-        print(f"Redis at 127.0.0.1:6379 cannot be reached: {exc}", file=sys.stderr)
+    if missing := redis_missing():
+        print(missing, file=sys.stderr)
         return 2
     timeout = args.timeout or args.tokens / args.rate + 60
     counts = list(FIND_MAX_STEPS) if args.find_max else [int(part) for part in args.clients.split(",")]

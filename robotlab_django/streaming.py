@@ -59,7 +59,6 @@ __all__ = [
     "publish_failure",
     "register_consumer_loop",
     "stored_position",
-    "stored_seq",
     "stream_run",
     "thread_group",
 ]
@@ -167,19 +166,15 @@ def persist_events(thread_id: Any, result_id: Any, events: Sequence[Event]) -> l
 
 
 def stored_position(result_id: Any) -> tuple[int, int]:
-    """The highest ``seq`` and cursor stored for the run ``result_id`` (``(0, 0)`` for none)."""
+    """The highest ``seq`` and cursor stored for the run ``result_id`` (``(0, 0)`` for none).
+
+    A run executed again (its worker was lost) numbers its new events after the old ones, so
+    ``(run_id, seq)`` stays unique and clients keep the events as new; its first batch's ``prev``
+    is the old attempt's last cursor.
+    """
     model = app_settings.event_model()
     top = model.objects.filter(result_id=result_id).aggregate(seq=Max("seq"), cursor=Max("pk"))
     return int(top["seq"] or 0), int(top["cursor"] or 0)
-
-
-def stored_seq(result_id: Any) -> int:
-    """The highest ``seq`` stored for the run ``result_id`` (0 for none).
-
-    A run executed again (its worker was lost) numbers its new events after the old ones, so
-    ``(run_id, seq)`` stays unique and clients keep the events as new.
-    """
-    return stored_position(result_id)[0]
 
 
 def _shift(event: Event, offset: int) -> Event:
