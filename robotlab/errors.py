@@ -8,12 +8,12 @@ so one ``except robotlab.RobotLabError`` catches them all::
     |   +-- DependencyError       an optional dependency is missing
     +-- InferenceError            the LLM call failed, or a run was stopped by a limit
     |   +-- ToolLoopError         more tool calls than ``max_tool_rounds``
+    |   +-- BudgetExceeded        a budget stop, or a reservation that would exceed its limit
     +-- ToolNotFoundError         a tool name that is not registered
     +-- MCPError                  an MCP server could not be reached or answered with an error
     +-- BusError                  message-bus communication failed
     +-- RactorBoundaryError       kept for parity with RobotLab (values that cannot cross a worker boundary)
     +-- ToolError                 a tool failed; ``retryable`` says whether trying again may help
-    +-- BudgetExceeded            a budget reservation would exceed its limit
     +-- AwaitTimeout              ``memory.get(key, wait=...)`` timed out
     +-- DelegationTimeout         ``DelegationFuture.value(timeout=...)`` timed out
 """
@@ -87,8 +87,24 @@ class ToolError(RobotLabError):
         self.retryable = retryable
 
 
-class BudgetExceeded(RobotLabError):
-    """A budget reservation would take a dimension past its limit."""
+class BudgetExceeded(InferenceError):
+    """A run went past a robot's ``token_budget`` / ``cost_budget``, or a :class:`~robotlab.budget.Ledger`
+    reservation would take a dimension past its limit.
+
+    An :class:`InferenceError`, so ``except InferenceError`` still catches a budget stop; never retryable.
+
+    Attributes:
+        robot_name: The robot whose budget stopped the run (``None`` for a bare ledger).
+        limit: The budget that was passed.
+        usage: What was used (or would have been committed), in the budget's unit.
+    """
+
+    def __init__(self, message: str = "", *, robot_name: str | None = None, limit: float | None = None,
+                 usage: float | None = None) -> None:
+        super().__init__(message)
+        self.robot_name = robot_name
+        self.limit = limit
+        self.usage = usage
 
 
 class AwaitTimeout(RobotLabError):
@@ -106,7 +122,7 @@ def retryable_classes() -> list[type[RobotLabError]]:
 
 def is_retryable(error: BaseException | None) -> bool:
     """Whether trying the failed operation again may succeed (Ruby ``Errors.retryable?``)."""
-    if error is None or isinstance(error, ToolLoopError):
+    if error is None or isinstance(error, ToolLoopError | BudgetExceeded):
         return False
     if isinstance(error, MCPError | ToolError):
         return error.retryable is True

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .client import MCPClient, content_text
     from .connections import Connection, ConnectionManager, ConnectionPoller, get_manager
     from .discovery import ServerDiscovery
-    from .management import MCPManagement, discover_tools
+    from .management import MCPToolset, discover_tools
     from .server import BackgroundHTTPServer, create_server, serve
     from .server_config import DEFAULT_TIMEOUT, VALID_TRANSPORT_TYPES, ServerConfig
 
@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "ConnectionPoller": "connections",
     "DEFAULT_TIMEOUT": "server_config",
     "MCPClient": "client",
-    "MCPManagement": "management",
+    "MCPToolset": "management",
     "ServerConfig": "server_config",
     "ServerDiscovery": "discovery",
     "VALID_TRANSPORT_TYPES": "server_config",
@@ -51,7 +51,7 @@ __all__ = [
     "ConnectionManager",
     "ConnectionPoller",
     "MCPClient",
-    "MCPManagement",
+    "MCPToolset",
     "ServerConfig",
     "ServerDiscovery",
     "content_text",

@@ -1,0 +1,226 @@
+"""One robot run around the run loop: hook families, MCP and tools, budget, events, compaction.
+
+``Robot.arun`` picks the run's memory and AgentSkills, then calls :func:`run_robot`, which runs the
+rest inside the ``run`` hook family: it connects the MCP servers the run needs, resolves its tools,
+reserves the budget, builds the :class:`~robotlab._loop.RunRequest` and, inside the
+``llm_generation`` family (learnings prepended, history compacted when ``auto_compact`` asks),
+hands it to :func:`~robotlab._loop.run_loop`. Events (``run.started`` ... ``stream.ended``) go to
+``on_event`` when one is given.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import hooks, llm, streaming
+from ._loop import RunCallbacks, RunRequest, RunUsage, run_loop
+from .config import get_config
+from .errors import DependencyError
+from .messages import TextMessage
+from .result import RobotResult
+from .streaming import Chunk, Event, EventEmitter
+
+if TYPE_CHECKING:
+    from .robot import Robot
+    from .run_config import RunConfig
+
+__all__ = ["DEFAULT_COMPACT_THRESHOLD", "DEFAULT_CONTEXT_WINDOW", "context_window", "run_robot"]
+
+logger = logging.getLogger("robotlab")
+
+#: The context window assumed when the model's is unknown.
+DEFAULT_CONTEXT_WINDOW = 200_000
+#: The share of the context window that triggers ``auto_compact="context_window"``.
+DEFAULT_COMPACT_THRESHOLD = 0.80
+
+
+async def run_robot(
+    robot: Robot,
+    message: Any,
+    *,
+    tools: Any,
+    mcp: Any,
+    network: Any,
+    task: Any,
+    memory: Any,
+    network_config: RunConfig | None,
+    per_run_hooks: Any,
+    on_content: Callable[[Chunk], Any] | None,
+    on_event: Callable[[Event], Any] | None,
+    run_id: str | None,
+) -> RobotResult:
+    """Run ``robot`` on ``message`` inside the ``run`` hook family, with this run's hook scope set."""
+    handlers = hooks.normalize_hooks(per_run_hooks)
+    context = hooks.RunHookContext(
+        robot=robot, network=network, task=task, memory=memory, config=robot.config, request=message
+    )
+    registries = (hooks.get_hooks(), getattr(network, "hooks", None), robot.hooks)
+
+    async def execute() -> RobotResult:
+        emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None
+        return await _execute(robot, context, tools=tools, mcp=mcp, network_config=network_config,
+                              on_content=on_content, emitter=emitter)
+
+    with hooks.with_hook_scope(registries, handlers):
+        result = await hooks.run("run", context, execute, registries=registries, per_run_hooks=handlers)
+    if not isinstance(result, RobotResult):
+        raise TypeError(
+            f"Robot '{robot.name}': the run's hooks returned {result!r} instead of a RobotResult; "
+            "an around_run hook must return the value of proceed()"
+        )
+    return result
+
+
+async def _execute(robot: Robot, run_context: hooks.RunHookContext, *, tools: Any, mcp: Any,
+                   network_config: RunConfig | None, on_content: Callable[[Chunk], Any] | None,
+                   emitter: EventEmitter | None) -> RobotResult:
+    message = run_context.request
+    text = None if message is None else str(message)
+    model = robot.model
+    client = robot.llm
+    if model is None and isinstance(client, llm.LLMClient):
+        get_config().require_model()
+    await robot.mcp.connect(robot.resolve_mcp(mcp, network_config=network_config), message=text)
+    selected = robot.resolve_tools(tools, network_config=network_config)
+    budget = robot.budget
+    reservations = budget.reserve()
+    own = robot.callbacks
+    max_tool_rounds = robot.config.max_tool_rounds
+    request = RunRequest(
+        robot_name=robot.name,
+        conversation=robot.conversation,
+        request_text=text,
+        llm=client,
+        model=model,
+        params=robot.llm_params,
+        tools=selected,
+        budget=budget,
+        callbacks=RunCallbacks(content=[*own.content, *([on_content] if on_content else [])],
+                               tool_call=own.tool_call, tool_result=own.tool_result),
+        emitter=emitter,
+        max_tool_rounds=max_tool_rounds if max_tool_rounds is not None else get_config().max_tool_rounds,
+        doom_loop_threshold=robot.config.doom_loop_threshold,
+    )
+    usage = RunUsage()
+    if emitter is not None:
+        emitter.emit(streaming.RUN_STARTED, robot=robot.name, message=text)
+    try:
+        with streaming.emitting(emitter):  # tools (AskUser's channel) add events to this run's stream
+            result = await _generate(robot, request, usage, run_context)
+    except BaseException as exc:
+        if emitter is not None:
+            emitter.emit(streaming.RUN_FAILED, robot=robot.name, error=str(exc), error_type=type(exc).__name__)
+            emitter.emit(streaming.STREAM_ENDED)
+        raise
+    finally:
+        budget.reconcile(reservations, tokens=usage.input_tokens + usage.output_tokens, cost=usage.cost)
+    if emitter is not None:
+        emitter.emit(
+            streaming.RUN_COMPLETED,
+            robot=robot.name,
+            reply=result.reply,
+            stop_reason=result.stop_reason,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            cost=result.cost,
+        )
+        emitter.emit(streaming.STREAM_ENDED)
+    return result
+
+
+async def _generate(robot: Robot, request: RunRequest, usage: RunUsage,
+                    run_context: hooks.RunHookContext) -> RobotResult:
+    """Run the model conversation inside the ``llm_generation`` family.
+
+    An ``around_llm_generation`` hook may skip the model by returning a :class:`RobotResult` or a
+    reply string of its own.
+    """
+    scope = hooks.scope_for(robot.hooks)
+    context = hooks.LlmGenerationHookContext(
+        robot=robot,
+        request=request.request_text,
+        network=run_context.network,
+        task=run_context.task,
+        memory=run_context.memory,
+        config=robot.config,
+        metadata=run_context.metadata,
+    )
+
+    async def generate() -> RobotResult:
+        request.request_text = robot.inject_learnings(request.request_text)
+        await _maybe_compact(robot, scope)
+        return await run_loop(request, usage)
+
+    result = await hooks.run("llm_generation", context, generate, **scope._asdict())
+    if isinstance(result, RobotResult):
+        return result
+    if isinstance(result, str):
+        reply = TextMessage(role="assistant", content=result, stop_reason="stop")
+        return RobotResult(robot_name=robot.name, output=[reply], stop_reason="stop", model=request.model)
+    raise TypeError(
+        f"Robot '{robot.name}': the llm_generation hooks returned {result!r} instead of a RobotResult or "
+        "a reply string; an around_llm_generation hook must return the value of proceed()"
+    )
+
+
+def context_window(model: str | None) -> int:
+    """``model``'s context window in tokens, as litellm knows it, else :data:`DEFAULT_CONTEXT_WINDOW`."""
+    if model is None:
+        return DEFAULT_CONTEXT_WINDOW
+    try:
+        info = llm.load_litellm().get_model_info(model)
+        window = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(window) if window else DEFAULT_CONTEXT_WINDOW
+    except Exception:
+        return DEFAULT_CONTEXT_WINDOW
+
+
+async def _maybe_compact(robot: Robot, scope: hooks.HookScope) -> None:
+    """Compact the history before the model call when ``auto_compact`` asks for it.
+
+    ``"context_window"``: when the estimated tokens of the instructions and history (characters / 4)
+    reach ``compact_threshold`` (default 0.80) of the model's context window. A callable: always, by
+    calling it with the robot. Either way inside the ``compaction`` family, whose ``on_compaction``
+    hooks may supply the new history instead.
+    """
+    mode = robot.config.auto_compact
+    conversation = robot.conversation
+    if mode is None or mode == "none" or not conversation.messages:
+        return
+    if callable(mode):
+        strategy = "custom"
+    elif mode == "context_window":
+        estimated = sum(len(str(m.get("content") or "")) for m in conversation.for_request()) // 4
+        threshold = robot.config.compact_threshold
+        share = DEFAULT_COMPACT_THRESHOLD if threshold is None else threshold
+        if estimated < context_window(robot.model) * share:
+            return
+        strategy = "context_window"
+    else:
+        logger.warning("[%s] auto_compact: unknown strategy %r; skipping compaction", robot.name, mode)
+        return
+    context = hooks.CompactionHookContext(
+        robot=robot, messages_before=tuple(robot.messages), config=robot.config, strategy=strategy
+    )
+
+    async def compact() -> None:
+        await hooks.call("on_compaction", context, **scope._asdict())
+        if context.compacted_messages is not None:
+            robot.replace_messages(context.compacted_messages)
+            return
+        if callable(mode):
+            outcome = mode(robot)
+            if inspect.isawaitable(outcome):
+                await outcome
+        else:
+            try:
+                robot.compress_history()
+            except DependencyError as exc:
+                logger.warning("[%s] auto_compact: %s; skipping compaction", robot.name, exc)
+                return
+        context.compacted_messages = robot.messages
+
+    await hooks.run("compaction", context, compact, **scope._asdict())
