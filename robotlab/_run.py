@@ -1,23 +1,29 @@
-"""One robot run around the run loop: hook families, MCP and tools, budget, events, compaction.
+"""Running a robot: one run around the run loop, a network step, a delegated run.
 
 ``Robot.arun`` picks the run's memory and AgentSkills, then calls :func:`run_robot`, which runs the
 rest inside the ``run`` hook family: it connects the MCP servers the run needs, resolves its tools,
 reserves the budget, builds the :class:`~robotlab._loop.RunRequest` and, inside the
 ``llm_generation`` family (learnings prepended, history compacted when ``auto_compact`` asks),
 hands it to :func:`~robotlab._loop.run_loop`. Events (``run.started`` ... ``stream.ended``) go to
-``on_event`` when one is given.
+``on_event`` when one is given. :func:`step` runs a robot as a network task (``robot.call``), and
+:func:`delegate` runs one on another robot's behalf (``robot.delegate``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import inspect
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import hooks, llm, streaming
 from ._loop import RunCallbacks, RunRequest, RunUsage, run_loop
+from ._runtime import get_loop, run_sync
 from .config import get_config
+from .delegation import DelegationFuture
 from .errors import DependencyError
 from .messages import TextMessage
 from .result import RobotResult
@@ -26,8 +32,10 @@ from .streaming import Chunk, Event, EventEmitter
 if TYPE_CHECKING:
     from .robot import Robot
     from .run_config import RunConfig
+    from .task import FlowResult
 
-__all__ = ["DEFAULT_COMPACT_THRESHOLD", "DEFAULT_CONTEXT_WINDOW", "context_window", "run_robot"]
+__all__ = ["DEFAULT_COMPACT_THRESHOLD", "DEFAULT_CONTEXT_WINDOW", "adelegate", "context_window", "delegate",
+           "run_robot", "step"]
 
 logger = logging.getLogger("robotlab")
 
@@ -35,6 +43,9 @@ logger = logging.getLogger("robotlab")
 DEFAULT_CONTEXT_WINDOW = 200_000
 #: The share of the context window that triggers ``auto_compact="context_window"``.
 DEFAULT_COMPACT_THRESHOLD = 0.80
+
+#: Delegated runs in progress on a running event loop (kept referenced until they finish).
+_delegations: set[asyncio.Task[Any]] = set()
 
 
 async def run_robot(
@@ -224,3 +235,55 @@ async def _maybe_compact(robot: Robot, scope: hooks.HookScope) -> None:
         context.compacted_messages = robot.messages
 
     await hooks.run("compaction", context, compact, **scope._asdict())
+
+
+async def step(robot: Robot, result: FlowResult) -> FlowResult:
+    """``robot`` as a network step (see :meth:`Robot.call <robotlab.robot.Robot.call>`)."""
+    from .task import run_robot_step
+
+    return await run_robot_step(robot, result)
+
+
+def delegate(delegator: str, *, to: Any, task: Any, async_: bool = False, **run_kwargs: Any) -> Any:
+    """Have robot ``to`` run ``task`` (keyword arguments go to its ``run``) on behalf of robot ``delegator``.
+
+    Synchronous by default: returns the delegatee's result with ``duration`` and ``delegated_by`` set.
+    With ``async_=True`` it returns a :class:`DelegationFuture` at once: the run goes on as a task of
+    the running event loop (or, called outside one, on RobotLab's background loop) and settles the future.
+    """
+    if not async_:
+        return run_sync(adelegate(delegator, to=to, task=task, **run_kwargs))
+    future = DelegationFuture(robot_name=str(to.name), delegated_by=delegator)
+    work = adelegate(delegator, to=to, task=task, **run_kwargs)
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    job: asyncio.Task[Any] | concurrent.futures.Future[Any]
+    if loop is not None:
+        job = loop.create_task(work)
+        _delegations.add(job)
+        job.add_done_callback(_delegations.discard)
+    else:
+        job = asyncio.run_coroutine_threadsafe(work, get_loop())
+    job.add_done_callback(lambda done: _settle(future, done))
+    return future
+
+
+async def adelegate(delegator: str, *, to: Any, task: Any, **run_kwargs: Any) -> Any:
+    """:func:`delegate`, awaited: the delegatee's result with ``duration`` and ``delegated_by`` set."""
+    started = time.monotonic()
+    result = await to.arun(task, **run_kwargs)
+    result.duration = time.monotonic() - started
+    result.delegated_by = delegator
+    return result
+
+
+def _settle(future: DelegationFuture, done: asyncio.Task[Any] | concurrent.futures.Future[Any]) -> None:
+    """Settle ``future`` with the outcome of the finished delegated run ``done``."""
+    if done.cancelled():
+        future.reject(asyncio.CancelledError(f"Delegation to '{future.robot_name}' was cancelled"))
+    elif (error := done.exception()) is not None:
+        future.reject(error)
+    else:
+        future.resolve(done.result())

@@ -9,29 +9,21 @@ future itself) without blocking the event loop::
     analysis = f1.value()          # as long as it takes
     draft = f2.value(timeout=30)   # DelegationTimeout after 30 s
     summary = await f3.avalue()    # in a coroutine
-
-:func:`delegate` and :func:`adelegate` are what ``robot.delegate`` and ``robot.adelegate`` do.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import threading
-import time
 from collections.abc import Callable, Generator
 from types import TracebackType
 from typing import Any, ClassVar
 
 from . import errors
-from ._runtime import get_loop, run_sync
 from .errors import DelegationTimeout
 from .text_analysis import format_number
 
-__all__ = ["DelegationFuture", "DelegationTimeout", "adelegate", "delegate"]
-
-#: Delegated runs in progress on a running event loop (kept referenced until they finish).
-_running: set[asyncio.Task[Any]] = set()
+__all__ = ["DelegationFuture", "DelegationTimeout"]
 
 
 class DelegationFuture:
@@ -164,47 +156,3 @@ class DelegationFuture:
         state = "resolved" if self.is_resolved else "pending"
         return f"<DelegationFuture robot_name={self._robot_name!r} delegated_by={self._delegated_by!r} {state}>"
 
-
-def delegate(delegator: str, *, to: Any, task: Any, async_: bool = False, **run_kwargs: Any) -> Any:
-    """Have robot ``to`` run ``task`` (keyword arguments go to its ``run``) on behalf of robot ``delegator``.
-
-    Synchronous by default: returns the delegatee's result with ``duration`` and ``delegated_by`` set.
-    With ``async_=True`` it returns a :class:`DelegationFuture` at once: the run goes on as a task of
-    the running event loop (or, called outside one, on RobotLab's background loop) and settles the future.
-    """
-    if not async_:
-        return run_sync(adelegate(delegator, to=to, task=task, **run_kwargs))
-    future = DelegationFuture(robot_name=str(to.name), delegated_by=delegator)
-    work = adelegate(delegator, to=to, task=task, **run_kwargs)
-    try:
-        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    job: asyncio.Task[Any] | concurrent.futures.Future[Any]
-    if loop is not None:
-        job = loop.create_task(work)
-        _running.add(job)
-        job.add_done_callback(_running.discard)
-    else:
-        job = asyncio.run_coroutine_threadsafe(work, get_loop())
-    job.add_done_callback(lambda done: _settle(future, done))
-    return future
-
-
-async def adelegate(delegator: str, *, to: Any, task: Any, **run_kwargs: Any) -> Any:
-    """:func:`delegate`, awaited: the delegatee's result with ``duration`` and ``delegated_by`` set."""
-    started = time.monotonic()
-    result = await to.arun(task, **run_kwargs)
-    result.duration = time.monotonic() - started
-    result.delegated_by = delegator
-    return result
-
-
-def _settle(future: DelegationFuture, done: asyncio.Task[Any] | concurrent.futures.Future[Any]) -> None:
-    """Settle ``future`` with the outcome of the finished delegated run ``done``."""
-    if done.cancelled():
-        future.reject(asyncio.CancelledError(f"Delegation to '{future.robot_name}' was cancelled"))
-    elif (error := done.exception()) is not None:
-        future.reject(error)
-    else:
-        future.resolve(done.result())

@@ -166,7 +166,13 @@ class Mailbox:
 
     # -- receiving -----------------------------------------------------------------------
     def on_message(self, handler: Handler) -> Handler:
-        """Handle incoming messages with ``handler`` (replacing any previous one); see ``Robot.on_message``."""
+        """Handle incoming messages with ``handler`` (replacing any previous one); usable as a decorator.
+
+        ``handler(message)`` gets the delivery acked before it is called; ``handler(delivery, message)``
+        (two arguments without defaults, or ``*args``) acks or nacks it itself. It may be a coroutine
+        function. When it raises, the delivery is nacked if still pending and the poller logs
+        ``"BusPoller: delivery error: Error handling bus message on robot '<name>': <msg>"``.
+        """
         self._handler_takes_delivery = _takes_delivery(handler)
         self._handler = handler
         return handler

@@ -1,11 +1,12 @@
-"""A robot's persona: what its instructions are made of (template, template skills, AgentSkills, system prompt).
+"""A robot's persona: its instructions (template, template skills, AgentSkills, system prompt) and learnings.
 
 Every robot has one (``robot.persona``). It renders the instructions into the robot's conversation:
 the template skills' bodies (depth first, nested skills first), then the template's body, then the
 ``system_prompt``. A template whose parameters are missing at build is rendered at the first run, with
 that run's parameters. AgentSkills (``skills=`` ids found in the
 :class:`~robotlab.agent_skill.AgentSkillCatalog`) are matched to each run's message and prepended for
-that run only, their script tools added to the robot's tools.
+that run only, their script tools added to the robot's tools. What the robot has learned
+(:class:`Learnings`, ``robot.learn``) is prepended to the message of its later runs.
 """
 
 from __future__ import annotations
@@ -16,17 +17,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import hooks
+from ._runtime import run_sync
 from .config import get_config
 from .errors import ConfigurationError
 from .run_config import RunConfig
 from .templates import Template
+from .text_analysis import ruby_strip
 
 if TYPE_CHECKING:
     from .agent_skill import AgentSkill, AgentSkillCatalog
     from .conversation import Conversation
     from .tools import Tool
 
-__all__ = ["FrontMatter", "Persona"]
+__all__ = ["LEARNINGS_HEADER", "FrontMatter", "Learnings", "Persona"]
 
 logger = logging.getLogger("robotlab")
 
@@ -231,3 +235,73 @@ class Persona:
         self._skill_runs -= 1
         if self._skill_runs == 0:
             self._conversation.instructions = self._skill_base
+
+
+#: The first line of the learnings prepended to a run's message.
+LEARNINGS_HEADER = "LEARNINGS FROM PREVIOUS RUNS:"
+
+
+class _Learner(Protocol):
+    """The robot: hook contexts name it, its ``hooks`` are consulted, its ``memory`` keeps the list."""
+
+    name: str
+    hooks: hooks.HookRegistry
+
+    @property
+    def memory(self) -> Any:
+        """The robot's own memory."""
+
+
+class Learnings:
+    """A robot's learnings, oldest first.
+
+    Args:
+        owner: The robot that learns.
+    """
+
+    def __init__(self, owner: _Learner) -> None:
+        self._owner = owner
+        self._items: list[str] = []
+
+    @property
+    def items(self) -> list[str]:
+        """What the robot has learned, oldest first (a copy)."""
+        return list(self._items)
+
+    def learn(self, text: Any) -> None:
+        """Blocking :meth:`alearn`."""
+        run_sync(self.alearn(text))
+
+    async def alearn(self, text: Any) -> None:
+        """Remember ``text``: later runs get it prepended to their message.
+
+        Blank text (or ``None``) is ignored (no hooks fire). Learnings that ``text`` contains are
+        replaced by it; text that a learning already contains (or equals) is not stored again. Runs
+        inside the ``learn`` hook family; its ``on_learn`` hook fires whether or not the text was
+        stored (``ctx.stored``). The list is also kept in the robot's memory under ``"learnings"``.
+        """
+        text = ruby_strip("" if text is None else str(text))
+        if not text:
+            return
+        owner = self._owner
+        context = hooks.LearnHookContext(robot=owner, text=text, learnings_before=tuple(self._items))
+        scope = hooks.scope_for(owner.hooks)
+
+        async def store() -> None:
+            kept = [learned for learned in self._items if learned == text or learned not in text]
+            if not any(text in learned for learned in kept):
+                kept.append(text)
+                context.stored = True
+            if kept != self._items:
+                self._items = kept
+                owner.memory.set("learnings", list(kept))
+            await hooks.call("on_learn", context, **scope._asdict())
+
+        await hooks.run("learn", context, store, **scope._asdict())
+
+    def inject(self, message: str | None) -> str | None:
+        """``message`` with the learnings prepended (unchanged without learnings or message)."""
+        if not self._items or message is None:
+            return message
+        lines = "\n".join(f"- {learned}" for learned in self._items)
+        return f"{LEARNINGS_HEADER}\n{lines}\n\n{message}"

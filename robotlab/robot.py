@@ -14,20 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import _run, delegation, robot_config
-from ._loop import RunCallbacks
-from ._runtime import run_sync
-from .budget import Budget
+from . import _run, robot_config
 from .conversation import Conversation
 from .hooks import HookRegistry
-from .learnings import Learnings
 from .mailbox import Mailbox
 from .mcp.management import MCPToolset
-from .persona import Persona
+from .persona import Learnings, Persona
 from .runnable import Runnable
 
 if TYPE_CHECKING:
     from .bus import BusPoller, Delivery, Handler, MessageBus, RobotMessage
+    from .delegation import DelegationFuture
     from .history import HistoryResult
     from .hooks import Hook, Registration
     from .llm import LLM
@@ -45,42 +42,13 @@ __all__ = ["DEFAULT_MAX_TOOLS", "Robot", "build"]
 DEFAULT_MAX_TOOLS = robot_config.DEFAULT_MAX_TOOLS
 
 
-class Robot(Runnable):
+class Robot(Runnable["RobotResult"]):
     """An LLM agent. Build one with :func:`robotlab.build`; every option is keyword-only.
 
-    Args:
-        name: The robot's name (``"robot"`` lets a template's ``robot_name`` rename it).
-        template: A template id under the template directory (see :mod:`robotlab.templates`).
-        system_prompt: Instructions; appended after the template's when both are given.
-        context: Template parameters (a dict, or a callable returning one).
-        description: What the robot does (used by routing and MCP serving).
-        local_tools: Tools: :class:`Tool` instances or subclasses, or plain typed functions.
-        model: A litellm model name (``openai/gpt-4o-mini``). Defaults to the template's, then
-            ``ROBOT_LAB_MODEL``, then the default of a provider whose API key is set.
-        provider: Prefix for a bare model name (``provider="ollama", model="llama3"``).
-        llm: The :class:`~robotlab.llm.LLM` to send requests to (a ``FakeLLM`` in tests);
-            a litellm :class:`~robotlab.llm.LLMClient` by default.
-        mcp_servers: MCP server configurations for this robot.
-        mcp: ``"none"``, ``"inherit"`` or a list of servers (the MCP hierarchy).
-        tools: ``"none"``, ``"inherit"`` or a list of tool names (the tools hierarchy).
-        on_tool_call: Called with each :class:`~robotlab._loop.ToolCall` before it runs.
-        on_tool_result: Called with each tool's return value.
-        on_content: Called with each streamed :class:`~robotlab.streaming.Chunk` of text.
-        enable_cache: Whether the robot's memory caches LLM responses.
-        bus: A :class:`~robotlab.bus.MessageBus` to join (see :attr:`mailbox`).
-        skills: Skill ids. An id found in the :class:`~robotlab.agent_skill.AgentSkillCatalog` is an
-            AgentSkill, matched to each run's message; any other id is a template whose body goes before
-            the template's (see :mod:`robotlab.agent_skill` and the templates guide).
-        temperature, top_p, top_k, max_tokens, presence_penalty, frequency_penalty, stop: LLM parameters.
-        max_tool_rounds: Tool calls allowed per run before :class:`ToolLoopError`.
-        token_budget: Total tokens (input + output, all runs) before :class:`BudgetExceeded`.
-        cost_budget: Total cost in USD before :class:`BudgetExceeded`.
-        doom_loop_threshold: Repetitions before the doom-loop warning (default 3).
-        mcp_discovery: Connect, on the first run, only the MCP servers its message is about.
-        config: A :class:`RunConfig` (or dict) under the explicit options.
-
-    The options may also come as a :class:`~robotlab.robot_config.RobotOptions`, the one positional
-    argument (keywords given too override its fields).
+    The options are the fields of :class:`~robotlab.robot_config.RobotOptions` (``name``, ``template``,
+    ``system_prompt``, ``local_tools``, ``model``, ``llm``, ``token_budget``, ...), which says what each
+    means. A ready ``RobotOptions`` may be given as the one positional argument (keywords override its
+    fields). An unknown option raises :class:`ConfigurationError`.
     """
 
     def __init__(self, options: robot_config.RobotOptions | None = None, /, **kwargs: Any) -> None:
@@ -95,22 +63,19 @@ class Robot(Runnable):
         self.conversation = Conversation()
         self.persona = Persona(self, self.conversation, template=settings.template,
                                system_prompt=settings.system_prompt, context=settings.context, skills=settings.skills)
-        self.callbacks = RunCallbacks(content=settings.callbacks("on_content"),
-                                      tool_call=settings.callbacks("on_tool_call"),
-                                      tool_result=settings.callbacks("on_tool_result"))
+        self.callbacks = settings.run_callbacks()
         self.local_tools: list[Tool] = robot_config.coerce_tools(settings.local_tools, self)
         self.mcp_servers = list(settings.mcp_servers)
         self.mcp = MCPToolset(self, local_tools=lambda: self.local_tools, discovery=settings.mcp_discovery)
         self.hooks = HookRegistry()
+        self._options = settings
         self._llm = settings.llm
         self._params: dict[str, Any] = {}
-        self._enable_cache = settings.enable_cache
         self._memory: Memory | None = None
         self._run_memory: Memory | None = None
         self._learned = Learnings(self)
         self._render()
-        self.budget = Budget(robot_name=self.name, token_budget=self.config.token_budget,
-                             cost_budget=self.config.cost_budget)
+        self.budget = robot_config.budget(self.name, self.config)
         self.mailbox = Mailbox(self, settings.bus)  # last: joins bus= under the final name
 
     # -- parts -----------------------------------------------------------------------------
@@ -142,9 +107,7 @@ class Robot(Runnable):
     def memory(self) -> Memory:
         """The robot's own memory (created on first use)."""
         if self._memory is None:
-            from .memory import Memory
-
-            self._memory = Memory(enable_cache=self._enable_cache)
+            self._memory = self._options.memory()
         return self._memory
 
     @property
@@ -181,10 +144,7 @@ class Robot(Runnable):
 
     @llm.setter
     def llm(self, value: LLM | None) -> None:
-        """Send this robot's requests to ``value`` from now on (``None``: litellm, as when built without one).
-
-        Wrappers use it: ``robot.llm = Recording(robot.llm)`` sees every request of later runs.
-        """
+        """Send requests to ``value`` from now on (``None``: litellm); ``robot.llm = Recording(robot.llm)``."""
         self._llm = value
 
     def _render(self, run_context: Mapping[str, Any] | None = None) -> None:
@@ -214,7 +174,7 @@ class Robot(Runnable):
         return self
 
     def replace_messages(self, messages: Sequence[Mapping[str, Any] | Any]) -> Robot:
-        """Replace the conversation (see :meth:`Conversation.replace`), for example with one loaded from a database."""
+        """Replace the conversation, for example with one loaded from a database (see :meth:`Conversation.replace`)."""
         self.conversation.replace(messages)
         return self
 
@@ -307,10 +267,6 @@ class Robot(Runnable):
             run_memory.current_writer, self._run_memory = previous_writer, previous_memory
             self.persona.restore_agent_skills(injected, self.local_tools)
 
-    def run(self, message: Any = None, **options: Any) -> RobotResult:
-        """Synchronous :meth:`arun` (runs on RobotLab's background event loop)."""
-        return run_sync(self.arun(message, **options))
-
     async def call(self, result: FlowResult) -> FlowResult:
         """The network step: run on a :class:`~robotlab.task.FlowResult` and return the next one.
 
@@ -319,9 +275,7 @@ class Robot(Runnable):
         .continue_(robot_result)``; an exception becomes the reply ``"Error: <ClassName>: <message>"``.
         Override it to route: ``return (await super().call(result)).activate("billing")``.
         """
-        from .task import run_robot_step
-
-        return await run_robot_step(self, result)
+        return await _run.step(self, result)
 
     # -- hooks, learnings, delegation ------------------------------------------------------
     def on(self, handler_class: type[Hook], *, context: Mapping[str, Any] | None = None) -> Registration:
@@ -330,7 +284,8 @@ class Robot(Runnable):
 
     def learn(self, text: Any) -> Robot:
         """Remember ``text`` for later runs (see :meth:`alearn`); returns the robot."""
-        return run_sync(self.alearn(text))
+        self._learned.learn(text)
+        return self
 
     async def alearn(self, text: Any) -> Robot:
         """Remember ``text``: later runs get it prepended to their message (see :meth:`Learnings.alearn`)."""
@@ -344,23 +299,16 @@ class Robot(Runnable):
     @overload
     def delegate(self, *, to: Any, task: Any, async_: Literal[False] = False, **run_kwargs: Any) -> RobotResult: ...
     @overload
-    def delegate(self, *, to: Any, task: Any, async_: Literal[True],
-                 **run_kwargs: Any) -> delegation.DelegationFuture: ...
+    def delegate(self, *, to: Any, task: Any, async_: Literal[True], **run_kwargs: Any) -> DelegationFuture: ...
     def delegate(self, *, to: Any, task: Any, async_: bool = False,
-                 **run_kwargs: Any) -> RobotResult | delegation.DelegationFuture:
-        """Have robot ``to`` run ``task`` on this robot's behalf (see :func:`robotlab.delegation.delegate`).
-
-        Synchronous by default (inside a coroutine use :meth:`adelegate`); ``async_=True`` returns a
-        :class:`~robotlab.DelegationFuture` at once.
-        """
-        result: RobotResult | delegation.DelegationFuture = delegation.delegate(
-            self.name, to=to, task=task, async_=async_, **run_kwargs)
-        return result
+                 **run_kwargs: Any) -> RobotResult | DelegationFuture:
+        """Have robot ``to`` run ``task`` on this robot's behalf; ``async_=True`` returns a
+        :class:`~robotlab.DelegationFuture` at once (see :func:`robotlab._run.delegate`)."""
+        return _run.delegate(self.name, to=to, task=task, async_=async_, **run_kwargs)
 
     async def adelegate(self, *, to: Any, task: Any, **run_kwargs: Any) -> RobotResult:
         """:meth:`delegate`, awaited: the delegatee's result with ``duration`` and ``delegated_by`` set."""
-        result: RobotResult = await delegation.adelegate(self.name, to=to, task=task, **run_kwargs)
-        return result
+        return await _run.adelegate(self.name, to=to, task=task, **run_kwargs)
 
     # -- the message bus (see :class:`~robotlab.mailbox.Mailbox`) --------------------------
     def send_message(self, *, to: str, content: str | dict[str, Any]) -> RobotMessage:
@@ -380,13 +328,7 @@ class Robot(Runnable):
         return await self.mailbox.areply(to=to, content=content, in_reply_to=in_reply_to)
 
     def on_message(self, handler: Handler) -> Handler:
-        """Handle incoming messages with ``handler`` (replacing any previous one); usable as a decorator.
-
-        ``handler(message)`` gets the delivery acked before it is called; ``handler(delivery, message)``
-        (two arguments without defaults, or ``*args``) acks or nacks it itself. It may be a coroutine
-        function. When it raises, the delivery is nacked if still pending and the poller logs
-        ``"BusPoller: delivery error: Error handling bus message on robot '<name>': <msg>"``.
-        """
+        """Handle incoming messages with ``handler``; usable as a decorator (see :meth:`Mailbox.on_message`)."""
         return self.mailbox.on_message(handler)
 
     def respond_to_tasks(self, handler: Handler | None = None, *, auto_reply: bool = True) -> Any:
@@ -431,7 +373,8 @@ class Robot(Runnable):
 
     def connect_mcp(self) -> Robot:
         """Blocking :meth:`aconnect_mcp` (for example to show connection status at start-up)."""
-        return run_sync(self.aconnect_mcp())
+        self.mcp.connect_blocking(self.resolve_mcp("inherit"))
+        return self
 
     def inject_mcp(self, *, clients: dict[str, Any] | list[Any], tools: list[Tool]) -> Robot:
         """Use MCP clients connected elsewhere and their tools (see :meth:`MCPToolset.inject`)."""

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import tool_config
+from ._loop import RunCallbacks
+from .budget import Budget
 from .config import get_config
 from .errors import ConfigurationError
 from .llm import LLM, LLMClient
@@ -24,6 +26,7 @@ from .templates import LLM_FIELDS
 from .tools import FunctionTool, Tool
 
 if TYPE_CHECKING:
+    from .memory import Memory
     from .robot import Robot
 
 __all__ = ["DEFAULT_MAX_TOOLS", "RobotOptions"]
@@ -41,7 +44,39 @@ _RUN_CONFIG_OPTIONS = ("model", "temperature", "top_p", "top_k", "max_tokens", "
 
 @dataclass(kw_only=True)
 class RobotOptions:
-    """Everything a robot is built with; see :class:`~robotlab.Robot` for what each option means."""
+    """Everything a robot is built with (the keyword arguments of :func:`robotlab.build`).
+
+    Attributes:
+        name: The robot's name (``"robot"`` lets a template's ``robot_name`` rename it).
+        template: A template id under the template directory (see :mod:`robotlab.templates`).
+        system_prompt: Instructions; appended after the template's when both are given.
+        context: Template parameters (a dict, or a callable returning one).
+        description: What the robot does (used by routing and MCP serving).
+        local_tools: Tools: :class:`Tool` instances or subclasses, or plain typed functions.
+        model: A litellm model name (``openai/gpt-4o-mini``). Defaults to the template's, then
+            ``ROBOT_LAB_MODEL``, then the default of a provider whose API key is set.
+        provider: Prefix for a bare model name (``provider="ollama", model="llama3"``).
+        llm: The :class:`~robotlab.llm.LLM` to send requests to (a ``FakeLLM`` in tests);
+            a litellm :class:`~robotlab.llm.LLMClient` by default.
+        mcp_servers: MCP server configurations for this robot.
+        mcp: ``"none"``, ``"inherit"`` or a list of servers (the MCP hierarchy).
+        tools: ``"none"``, ``"inherit"`` or a list of tool names (the tools hierarchy).
+        on_tool_call: Called with each :class:`~robotlab._loop.ToolCall` before it runs.
+        on_tool_result: Called with each tool's return value.
+        on_content: Called with each streamed :class:`~robotlab.streaming.Chunk` of text.
+        enable_cache: Whether the robot's memory caches LLM responses.
+        bus: A :class:`~robotlab.bus.MessageBus` to join (see :class:`~robotlab.mailbox.Mailbox`).
+        skills: Skill ids. An id found in the :class:`~robotlab.agent_skill.AgentSkillCatalog` is an
+            AgentSkill, matched to each run's message; any other id is a template whose body goes before
+            the template's (see :mod:`robotlab.agent_skill` and the templates guide).
+        temperature, top_p, top_k, max_tokens, presence_penalty, frequency_penalty, stop: LLM parameters.
+        max_tool_rounds: Tool calls allowed per run before :class:`ToolLoopError`.
+        token_budget: Total tokens (input + output, all runs) before :class:`BudgetExceeded`.
+        cost_budget: Total cost in USD before :class:`BudgetExceeded`.
+        doom_loop_threshold: Repetitions before the doom-loop warning (default 3).
+        mcp_discovery: Connect, on the first run, only the MCP servers its message is about.
+        config: A :class:`RunConfig` (or dict) under the explicit options.
+    """
 
     name: str = "robot"
     template: str | None = None
@@ -105,10 +140,22 @@ class RobotOptions:
         base = self.config if isinstance(self.config, RunConfig) else RunConfig(**dict(self.config or {}))
         return base.merge(effective)
 
-    def callbacks(self, option: str) -> list[Callable[..., Any]]:
-        """The callback given as ``option`` (``on_content``, ``on_tool_call``, ``on_tool_result``) in a list."""
-        callback = getattr(self, option)
-        return [callback] if callback else []
+    def run_callbacks(self) -> RunCallbacks:
+        """The robot's own callbacks: ``on_content``, ``on_tool_call`` and ``on_tool_result`` (each when given)."""
+        return RunCallbacks(content=[self.on_content] if self.on_content else [],
+                            tool_call=[self.on_tool_call] if self.on_tool_call else [],
+                            tool_result=[self.on_tool_result] if self.on_tool_result else [])
+
+    def memory(self) -> Memory:
+        """A new memory for the robot (caching LLM responses unless ``enable_cache=False``)."""
+        from .memory import Memory
+
+        return Memory(enable_cache=self.enable_cache)
+
+
+def budget(robot_name: str, config: RunConfig) -> Budget:
+    """The budget of robot ``robot_name``, with ``config``'s ``token_budget`` and ``cost_budget``."""
+    return Budget(robot_name=robot_name, token_budget=config.token_budget, cost_budget=config.cost_budget)
 
 
 def _validate_tools_filter(value: Any) -> None:

@@ -83,6 +83,12 @@ class MCPToolset:
 
             await get_manager().run(self._ensure_clients(servers, message))
 
+    def connect_blocking(self, servers: list[Any]) -> None:
+        """Blocking :meth:`connect` (on RobotLab's background loop)."""
+        from .._runtime import run_sync
+
+        run_sync(self.connect(servers))
+
     async def _ensure_clients(self, servers: list[Any], message: str | None) -> None:
         if self._lock is None:
             self._lock = asyncio.Lock()
