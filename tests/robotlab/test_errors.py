@@ -9,6 +9,7 @@ def test_tree() -> None:
     assert issubclass(errors.RobotLabError, Exception)
     assert issubclass(errors.DependencyError, errors.ConfigurationError)
     assert issubclass(errors.ToolLoopError, errors.InferenceError)
+    assert issubclass(errors.BudgetExceeded, errors.InferenceError)  # a budget stop is caught as before
     for name in ("ConfigurationError", "InferenceError", "ToolNotFoundError", "MCPError", "BusError",
                  "RactorBoundaryError", "ToolError", "BudgetExceeded", "AwaitTimeout", "DelegationTimeout"):
         assert issubclass(getattr(errors, name), errors.RobotLabError)
@@ -20,6 +21,7 @@ def test_tree() -> None:
         (None, False),
         (errors.ToolLoopError("x"), False),
         (errors.InferenceError("x"), True),
+        (errors.BudgetExceeded("x"), False),
         (errors.MCPError("x"), False),
         (errors.MCPError("x", retryable=True), True),
         (errors.ToolError("x", retryable=True), True),

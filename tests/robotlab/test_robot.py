@@ -12,6 +12,7 @@ from robotlab.errors import BudgetExceeded, ConfigurationError, InferenceError, 
 from robotlab.llm import LLMClient
 from robotlab.robot import DEFAULT_MAX_TOOLS, Robot, build
 from robotlab.streaming import Chunk
+from robotlab.tool_manifest import tool_registry
 from robotlab.testing.fake import FakeLLM, raise_, text, tool_call, tool_calls
 from robotlab.tools import Tool, tool
 
@@ -233,6 +234,32 @@ def test_token_budget_stops_the_run_that_overspends() -> None:
     assert robot.budget_ledger.consumed["tokens"] == 140
     with pytest.raises(BudgetExceeded, match="budget exceeded for tokens"):
         robot.run("again")
+
+
+def test_a_budget_stop_is_budget_exceeded_with_its_context() -> None:
+    robot = build(name="frugal", llm=FakeLLM([text("a", usage=(70, 50))]), token_budget=100)
+    with pytest.raises(BudgetExceeded, match=r"^Token budget exceeded: 120 tokens used, budget is 100$") as info:
+        robot.run("x")
+    assert (info.value.robot_name, info.value.limit, info.value.usage) == ("frugal", 100, 120)
+    assert isinstance(info.value, InferenceError)  # what callers caught before
+    costly = build(name="costly", llm=FakeLLM([text("a", cost=0.02)]), cost_budget=0.01)
+    with pytest.raises(BudgetExceeded, match=r"^Cost budget exceeded") as info:
+        costly.run("x")
+    assert (info.value.robot_name, info.value.limit, info.value.usage) == ("costly", 0.01, 0.02)
+    with pytest.raises(BudgetExceeded, match="^budget exceeded for cost: ") as info:
+        costly.run("again")  # the ledger refuses the reservation
+    assert info.value.robot_name == "costly" and info.value.limit == 0.01
+
+
+def test_building_a_robot_leaves_the_global_tool_registry_alone() -> None:
+    saved = tool_registry.values
+    tool_registry.clear()
+    try:
+        robot = build(llm=FakeLLM([tool_call("get_time"), text("noon")]), local_tools=[get_time])
+        assert tool_registry.names == []
+        assert robot.run("time?").tool_calls[0].tool.name == "get_time"  # looked up among its own tools
+    finally:
+        tool_registry.replace(saved)
 
 
 def test_token_budget_exactly_at_limit_passes() -> None:
