@@ -34,6 +34,9 @@ __all__ = ["LEARNINGS_HEADER", "FrontMatter", "Learnings", "Persona"]
 
 logger = logging.getLogger("robotlab")
 
+#: The first line of the learnings prepended to a run's message.
+LEARNINGS_HEADER = "LEARNINGS FROM PREVIOUS RUNS:"
+
 
 class _Named(Protocol):
     name: str
@@ -235,10 +238,6 @@ class Persona:
         self._skill_runs -= 1
         if self._skill_runs == 0:
             self._conversation.instructions = self._skill_base
-
-
-#: The first line of the learnings prepended to a run's message.
-LEARNINGS_HEADER = "LEARNINGS FROM PREVIOUS RUNS:"
 
 
 class _Learner(Protocol):

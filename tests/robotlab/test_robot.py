@@ -11,9 +11,10 @@ from robotlab.config import configure, reload_config
 from robotlab.errors import BudgetExceeded, ConfigurationError, InferenceError, ToolLoopError
 from robotlab.llm import LLMClient
 from robotlab.robot import DEFAULT_MAX_TOOLS, Robot, build
+from robotlab.robot_config import RobotOptions
 from robotlab.streaming import Chunk
-from robotlab.tool_manifest import tool_registry
 from robotlab.testing.fake import FakeLLM, raise_, text, tool_call, tool_calls
+from robotlab.tool_manifest import tool_registry
 from robotlab.tools import Tool, tool
 
 
@@ -106,6 +107,16 @@ def test_history_persists_across_runs_and_can_be_cleared_or_replaced() -> None:
     assert robot.instructions is None
     with pytest.raises(ConfigurationError, match="invalid role 'robot'"):
         robot.replace_messages([{"role": "robot", "content": "x"}])
+
+
+def test_options_may_come_as_one_robot_options_object_that_keywords_override() -> None:
+    options = RobotOptions(name="clerk", system_prompt="Be brief.", temperature=0.2, llm=FakeLLM(["ok"]))
+    robot = Robot(options, temperature=0.7)
+    assert (robot.name, robot.instructions, robot.config.temperature) == ("clerk", "Be brief.", 0.7)
+    assert options.temperature == 0.2  # the object given is not changed
+    assert robot.run("hi").reply == "ok"
+    with pytest.raises(ConfigurationError, match=r"Unknown robot option\(s\): colour\. Valid options: "):
+        Robot(options, colour="red")
 
 
 def test_unknown_build_option_is_a_configuration_error() -> None:
