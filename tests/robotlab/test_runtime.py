@@ -20,7 +20,7 @@ async def _answer() -> int:
 
 def test_run_sync_runs_on_the_shared_loop_and_shutdown_stops_it() -> None:
     assert _runtime.run_sync(_answer()) == 42
-    loop, thread = _runtime.get_loop(), _runtime._thread
+    loop, thread = _runtime.get_loop(), _runtime.shared().thread
     assert thread is not None and thread.is_alive()
 
     _runtime.shutdown()
