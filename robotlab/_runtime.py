@@ -190,7 +190,7 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 _shared = LoopThread("robotlab-loop")
-_exit_hook: list[bool] = []
+_exit_hook_registered = False
 
 
 def shared() -> LoopThread:
@@ -200,11 +200,12 @@ def shared() -> LoopThread:
 
 def get_loop() -> asyncio.AbstractEventLoop:
     """The shared background loop, started on first use (and again after :func:`shutdown` or a fork)."""
+    global _exit_hook_registered
     loop = _shared.loop
     if loop is None:
         loop = _shared.start()
-        if not _exit_hook:  # registered at first use, as litellm's own exit hooks then run after it
-            _exit_hook.append(True)
+        if not _exit_hook_registered:  # at first use: it runs before the exit hooks registered earlier
+            _exit_hook_registered = True
             atexit.register(shutdown)
     return loop
 
