@@ -126,10 +126,15 @@ def modules_over(limit: int) -> dict[str, int]:
     return {name: length for name, length in sorted(lengths.items()) if length > limit}
 
 
-# Other branches are splitting these modules right now (issue 16); remove the mark once they are merged.
-STILL_TOO_LONG = ["robotlab.mcp.connections", "robotlab.memory", "robotlab.network", "robotlab.testing.server"]
+# TEMPORARY: other branches are splitting these modules right now (issue 16). Remove the xfail mark (and
+# this list) once they are merged; the test then checks every module.
+STILL_TOO_LONG = ["robotlab.memory", "robotlab.network", "robotlab.testing.server"]
 
 
 @pytest.mark.xfail(strict=True, reason=f"still over {MAX_LINES} lines: {', '.join(STILL_TOO_LONG)}")
 def test_no_core_module_is_over_the_line_limit() -> None:
     assert modules_over(MAX_LINES) == {}
+
+
+def test_no_other_module_is_over_the_line_limit() -> None:
+    assert {name: n for name, n in modules_over(MAX_LINES).items() if name not in STILL_TOO_LONG} == {}
