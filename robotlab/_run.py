@@ -16,7 +16,7 @@ import concurrent.futures
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import hooks, llm, streaming
@@ -30,12 +30,13 @@ from .result import RobotResult
 from .streaming import Chunk, Event, EventEmitter
 
 if TYPE_CHECKING:
+    from .memory import Memory
     from .robot import Robot
     from .run_config import RunConfig
     from .task import FlowResult
 
 __all__ = ["DEFAULT_COMPACT_THRESHOLD", "DEFAULT_CONTEXT_WINDOW", "adelegate", "context_window", "delegate",
-           "run_robot", "step"]
+           "run_memory", "run_robot", "step"]
 
 logger = logging.getLogger("robotlab")
 
@@ -46,6 +47,18 @@ DEFAULT_COMPACT_THRESHOLD = 0.80
 
 #: Delegated runs in progress on a running event loop (kept referenced until they finish).
 _delegations: set[asyncio.Task[Any]] = set()
+
+
+def run_memory(robot: Robot, *, network: Any, network_memory: Memory | None,
+               memory: Memory | Mapping[str, Any] | None) -> Memory:
+    """The memory a run uses: ``memory`` when it is one, else the network's, else the robot's own; a dict
+    ``memory`` is merged into it first."""
+    chosen: Memory = network_memory or getattr(network, "memory", None) or robot.memory
+    if memory is not None and not isinstance(memory, Mapping):
+        return memory
+    if memory:
+        chosen.merge(memory)
+    return chosen
 
 
 async def run_robot(
@@ -64,6 +77,8 @@ async def run_robot(
     run_id: str | None,
 ) -> RobotResult:
     """Run ``robot`` on ``message`` inside the ``run`` hook family, with this run's hook scope set."""
+    if network_config is None and network is not None:
+        network_config = getattr(network, "config", None)
     handlers = hooks.normalize_hooks(per_run_hooks)
     context = hooks.RunHookContext(
         robot=robot, network=network, task=task, memory=memory, config=robot.config, request=message

@@ -1,18 +1,18 @@
 """Robot: an LLM agent with instructions, tools, a chat history and safety limits.
 
 A robot holds its configuration and its conversation, and has the parts that do the rest: a
-:class:`~robotlab.persona.Persona` (template, skills, system prompt), a
+:class:`~robotlab.persona.Persona` (template, skills, system prompt) and its learnings, a
 :class:`~robotlab.mailbox.Mailbox` (the message bus), an :class:`~robotlab.mcp.MCPToolset` (its MCP
-servers), a :class:`~robotlab.hooks.HookRegistry` and a :class:`~robotlab.budget.Budget`. Each run is
-handed what it needs by :mod:`robotlab._run`. A robot keeps one conversation: every ``run`` adds to its
-history until :meth:`Robot.clear_messages`. ``run`` / ``arun`` return a :class:`~robotlab.RobotResult`;
-``stream`` / ``astream`` yield :class:`~robotlab.streaming.Event` objects as the run goes.
+servers), a :class:`~robotlab.hooks.HookRegistry` and a :class:`~robotlab.budget.Budget`; its methods
+hand over to them. :mod:`robotlab._run` runs it, handing the loop what it needs. A robot keeps one
+conversation: every ``run`` adds to its history until :meth:`Robot.clear_messages`. ``run`` / ``arun``
+return a :class:`~robotlab.RobotResult`; ``stream`` / ``astream`` yield its events.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from . import _run, robot_config
 from .conversation import Conversation
@@ -23,6 +23,8 @@ from .persona import Learnings, Persona
 from .runnable import Runnable
 
 if TYPE_CHECKING:
+    from .agent_skill import AgentSkill
+    from .budget import Ledger
     from .bus import BusPoller, Delivery, Handler, MessageBus, RobotMessage
     from .delegation import DelegationFuture
     from .history import HistoryResult
@@ -38,8 +40,28 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MAX_TOOLS", "Robot", "build"]
 
-#: The most tools sent to the model in one request; extra tools are dropped with a warning.
-DEFAULT_MAX_TOOLS = robot_config.DEFAULT_MAX_TOOLS
+DEFAULT_MAX_TOOLS = robot_config.DEFAULT_MAX_TOOLS  #: The most tools sent to the model in one request.
+
+T = TypeVar("T")
+
+
+class _Forward(Generic[T]):
+    """A read-only robot attribute that is an attribute of one of its parts (a one-line delegation)."""
+
+    def __init__(self, part: str, attribute: str, doc: str, *, writable: bool = False) -> None:
+        self.part, self.attribute, self.__doc__, self.writable = part, attribute, doc, writable
+
+    @overload
+    def __get__(self, robot: None, owner: type) -> _Forward[T]: ...
+    @overload
+    def __get__(self, robot: object, owner: type) -> T: ...
+    def __get__(self, robot: object | None, owner: type) -> T | _Forward[T]:
+        return self if robot is None else cast(T, getattr(getattr(robot, self.part), self.attribute))
+
+    def __set__(self, robot: object, value: Any) -> None:
+        if not self.writable:
+            raise AttributeError(f"'{self.attribute}' is read-only here; it belongs to the robot's {self.part}")
+        setattr(getattr(robot, self.part), self.attribute, value)
 
 
 class Robot(Runnable["RobotResult"]):
@@ -79,28 +101,21 @@ class Robot(Runnable["RobotResult"]):
         self.mailbox = Mailbox(self, settings.bus)  # last: joins bus= under the final name
 
     # -- parts -----------------------------------------------------------------------------
-    template = property(lambda self: self.persona.template, doc="The template id, or ``None``.")
-    skills = property(lambda self: self.persona.skills, doc="The skill ids (the template's included).")
-    agent_skills = property(lambda self: self.persona.agent_skills, doc="The pending AgentSkills.")
-    bus = property(lambda self: self.mailbox.bus, doc="The :class:`~robotlab.bus.MessageBus` joined, or ``None``.")
-    outbox = property(lambda self: self.mailbox.outbox, doc="Sent messages by key (see :class:`Mailbox`).")
-    budget_ledger = property(lambda self: self.budget.ledger, doc="The budget ledger (``None`` without budgets).")
-    mcp_clients = property(lambda self: self.mcp.clients, doc="Connected MCP clients by server name.")
-    mcp_tools = property(lambda self: self.mcp.tools, doc="The tools discovered on MCP servers.")
-    failed_mcp_server_names = property(lambda self: self.mcp.failed_server_names,
-                                       doc="The MCP servers that could not be connected.")
-    learnings = property(lambda self: self._learned.items, doc="What the robot has learned, oldest first.")
-    total_input_tokens = property(lambda self: self.budget.total_input_tokens, doc="Input tokens of all runs.")
-    total_output_tokens = property(lambda self: self.budget.total_output_tokens, doc="Output tokens of all runs.")
+    template: _Forward[str | None] = _Forward("persona", "template", "The template id, or ``None``.")
+    skills: _Forward[list[str]] = _Forward("persona", "skills", "The skill ids (the template's included).")
+    agent_skills: _Forward[list[AgentSkill]] = _Forward("persona", "agent_skills", "The pending AgentSkills.")
+    bus: _Forward[MessageBus | None] = _Forward("mailbox", "bus", "The message bus joined, or ``None``.")
+    outbox: _Forward[dict[str, dict[str, Any]]] = _Forward("mailbox", "outbox", "Sent messages by key.")
+    budget_ledger: _Forward[Ledger | None] = _Forward("budget", "ledger", "The ledger (``None`` without budgets).")
+    mcp_clients: _Forward[dict[str, Any]] = _Forward("mcp", "clients", "Connected MCP clients by server name.")
+    mcp_tools: _Forward[list[Tool]] = _Forward("mcp", "tools", "The tools discovered on MCP servers.")
+    failed_mcp_server_names: _Forward[list[str]] = _Forward("mcp", "failed_server_names", "MCP servers that failed.")
+    learnings: _Forward[list[str]] = _Forward("_learned", "items", "What the robot has learned, oldest first.")
+    total_input_tokens: _Forward[int] = _Forward("budget", "total_input_tokens", "Input tokens of all runs.")
+    total_output_tokens: _Forward[int] = _Forward("budget", "total_output_tokens", "Output tokens of all runs.")
 
-    @property
-    def system_prompt(self) -> str | None:
-        """The inline instructions, appended after the template's."""
-        return self.persona.system_prompt
-
-    @system_prompt.setter
-    def system_prompt(self, value: str | None) -> None:
-        self.persona.system_prompt = value
+    system_prompt: _Forward[str | None] = _Forward(
+        "persona", "system_prompt", "The inline instructions, after the template's.", writable=True)
 
     # -- memory ----------------------------------------------------------------------------
     @property
@@ -149,13 +164,7 @@ class Robot(Runnable["RobotResult"]):
 
     def _render(self, run_context: Mapping[str, Any] | None = None) -> None:
         """Render the instructions; apply the templates' front matter when they were (re)loaded."""
-        front = self.persona.render(run_context)
-        if front is not None:
-            self.config = robot_config.apply_front_matter(self.config, front.config)
-            if front.robot_name and self.name == "robot":
-                self.name = front.robot_name
-            if front.description and self.description is None:
-                self.description = front.description
+        robot_config.apply_front_matter(self, self.persona.render(run_context))
 
     # -- chat history ----------------------------------------------------------------------
     @property
@@ -247,13 +256,7 @@ class Robot(Runnable["RobotResult"]):
             self._render(template_context)
         elif self.persona.needs_render:
             self._render({})
-        run_memory = network_memory or getattr(network, "memory", None) or self.memory
-        if memory is not None and not isinstance(memory, Mapping):
-            run_memory = memory
-        elif memory:
-            run_memory.merge(memory)
-        if network_config is None and network is not None:
-            network_config = getattr(network, "config", None)
+        run_memory = _run.run_memory(self, network=network, network_memory=network_memory, memory=memory)
         previous_writer, previous_memory = run_memory.current_writer, self._run_memory
         run_memory.current_writer, self._run_memory = self.name, run_memory
         injected = await self.persona.inject_agent_skills(message, self.local_tools)
@@ -354,14 +357,10 @@ class Robot(Runnable["RobotResult"]):
 
     def spawn(self, *, name: str = "robot", system_prompt: str | None = None, template: str | None = None,
               local_tools: Any = (), **options: Any) -> Robot:
-        """Build a robot on this robot's bus (creating one and joining it first when there is none).
-
-        The new robot uses this robot's ``model``, ``provider`` and ``llm`` unless ``options`` say otherwise.
-        """
-        inherited: dict[str, Any] = {"bus": self.mailbox.join(self.mailbox.bus)}
-        for option, value in (("model", self.model), ("provider", self.provider), ("llm", self._llm)):
-            if value is not None:
-                inherited[option] = value
+        """Build a robot on this robot's bus (joined first if none), inheriting its model, provider and llm."""
+        inherited: dict[str, Any] = {k: v for k, v in (("model", self.model), ("provider", self.provider),
+                                                       ("llm", self._llm)) if v is not None}
+        inherited["bus"] = self.mailbox.join(self.mailbox.bus)
         return build(name=name, system_prompt=system_prompt, template=template, local_tools=local_tools,
                      **{**inherited, **options})
 

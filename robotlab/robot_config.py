@@ -27,6 +27,7 @@ from .tools import FunctionTool, Tool
 
 if TYPE_CHECKING:
     from .memory import Memory
+    from .persona import FrontMatter
     from .robot import Robot
 
 __all__ = ["DEFAULT_MAX_TOOLS", "RobotOptions"]
@@ -195,11 +196,19 @@ def setting(config: RunConfig, key: str) -> Any:
     return value if value is not None else "none"
 
 
-def apply_front_matter(config: RunConfig, front: RunConfig) -> RunConfig:
-    """``config`` over the templates' front matter (front-matter MCP servers only when the robot has none)."""
-    if not tool_config.is_none_value(setting(config, "mcp")):
-        front.set("mcp", None)
-    return front.merge(config)
+def apply_front_matter(robot: Robot, front: FrontMatter | None) -> None:
+    """Put ``robot``'s configuration over the templates' ``front`` matter (front-matter MCP servers only when
+    it has none); a template's ``robot_name`` renames a robot named ``"robot"``, its ``description`` fills a
+    missing one. ``None`` (the templates were not reloaded) changes nothing."""
+    if front is None:
+        return
+    if not tool_config.is_none_value(setting(robot.config, "mcp")):
+        front.config.set("mcp", None)
+    robot.config = front.config.merge(robot.config)
+    if front.robot_name and robot.name == "robot":
+        robot.name = front.robot_name
+    if front.description and robot.description is None:
+        robot.description = front.description
 
 
 def resolve_model(config: RunConfig, provider: str | None) -> str | None:
