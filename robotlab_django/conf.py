@@ -192,6 +192,34 @@ class AppSettings:
         options = {"api_base": self.API_BASE, "timeout": self.REQUEST_TIMEOUT, "num_retries": self.LLM_MAX_RETRIES}
         return {key: value for key, value in options.items() if value is not None}
 
+    def app_llm(self) -> Any:
+        """The LLM of app-built robots: ``LLM()``, else a litellm client with the connection settings when
+        any is set, else ``None`` (each robot's own)."""
+        factory = self.llm_factory()
+        if factory is not None:
+            return factory()
+        if self.llm_client_options():
+            from robotlab.llm import LLMClient
+
+            return LLMClient(**self.llm_client_options())
+        return None
+
+    def uses_demo_llm(self) -> bool:
+        """Whether app-built robots use RobotLab's offline demo model (or an LLM marked ``is_demo_model``).
+
+        ``False`` when ``LLM`` names nothing importable.
+        """
+        try:
+            factory = self.llm_factory()
+        except ImportError:
+            return False
+        if factory is None:
+            return False
+        if getattr(factory, "is_demo_model", False):
+            return True
+        return getattr(factory, "__name__", "") == "DemoLLM" and str(getattr(factory, "__module__", "")).startswith(
+            "robotlab.")
+
     # -- project values the scaffolding commands need --------------------------------------
     @property
     def project_root(self) -> Path:
