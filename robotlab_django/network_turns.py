@@ -305,9 +305,6 @@ async def arun_task(row: Any, *, llm: Any = None, options: Mapping[str, Any] | N
     if turn.status in _FINISHED or state is None or state.status.get(name) != "running":
         await blocking(save_row, row, {"status": Status.SKIPPED})
         return []
-    hostname, pid = current_worker()
-    await blocking(lambda: type(row).objects.filter(pk=row.pk).update(worker=hostname, worker_pid=pid))
-    row.worker, row.worker_pid = hostname, pid
     network, history_length = await blocking(_network, turn, llm, options)
     robot = network.tasks[name].robot
     if isinstance(robot, Robot):
@@ -387,6 +384,9 @@ def execute(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = No
     """
     if not claims.claim(row):
         return row, []
+    worker, pid = current_worker()  # here: Celery's current task is known in the job's own thread only
+    type(row).objects.filter(pk=row.pk).update(worker=worker, worker_pid=pid)
+    row.worker, row.worker_pid = worker, pid
     try:
         queued = call_sync(aexecute, row, llm=llm, options=options, on_event=on_event)
     except Exception as exc:  # the network could not be built or started: the row fails, and so does its turn
