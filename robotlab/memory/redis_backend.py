@@ -15,6 +15,7 @@ sharing the namespace hear of it in write order (:mod:`robotlab.memory.change_fe
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import uuid
@@ -113,7 +114,7 @@ class RedisBackend:
         name = str(uuid.uuid4()) if namespace is None else _check_namespace(namespace)
         self.namespace = f"{KEY_PREFIX}:{name}"
         self.channel = f"{self.namespace}:changes"
-        self.origin = uuid.uuid4().hex
+        self._origin = uuid.uuid4().hex
         self.network_name = network_name
         self.ttl = ttl
         self._expiry = "" if ttl is None else str(max(1, int(ttl * 1000)))
@@ -121,6 +122,11 @@ class RedisBackend:
         self._feed: ChangeFeed | None = None
         self._stop_listening: weakref.finalize | None = None
         self.client.ping()
+
+    @property
+    def origin(self) -> str:
+        """This backend's id in the changes it publishes (a forked child's copy gets its own)."""
+        return f"{self._origin}-{os.getpid()}"
 
     def _key(self, key: str) -> str:
         return f"{self.namespace}:{key}"
@@ -194,9 +200,12 @@ class RedisBackend:
         feed = change_feed(self.url, self.client)
         if self._feed is feed:
             return
+        if self._stop_listening is not None:  # listening in the parent before a fork: leave its feed alone
+            self._stop_listening.detach()
         feed.add(self.channel, self.origin, listener)
         self._feed = feed
         self._stop_listening = weakref.finalize(self, feed.remove, self.channel, self.origin)
+        self._stop_listening.atexit = False
 
     def close(self) -> None:
         """Stop listening (see :meth:`listen`); the data stays."""

@@ -200,16 +200,19 @@ def test_a_process_waiting_on_get_wakes_when_another_sets_and_subscriptions_cros
     results = multiprocessing.get_context("spawn").Queue()
     child = _spawn(shared_worker.wait_for_parent, SHARED_URL, namespace, results)
     try:
-        child_pid = memory.get("ready", wait=60)
-        assert child_pid == child.pid != os.getpid()
+        assert results.get(timeout=60) == ("waiting",)  # the child blocks in get("k", wait=...)
         memory.set("k", {"from": "parent"})
-        reports = {report[0]: report[1:] for report in (results.get(timeout=30), results.get(timeout=30))}
+        reports: dict[str, Any] = {}
+        while not {"woke", "change"} <= reports.keys():  # in either order (and the child's next wait)
+            report = results.get(timeout=30)
+            reports.setdefault(report[0], report[1:])
         assert reports["woke"][0] == {"from": "parent"}
         change = reports["change"]  # the child's pattern subscription heard the parent's write
         assert {k: change[0][k] for k in ("key", "value", "writer", "network_name")} == {
             "key": "k", "value": {"from": "parent"}, "writer": "parent_robot", "network_name": "support"}
         done = heard.get(timeout=30)  # the parent's subscription heard the child's write
         assert (done.key, done.value, done.writer) == ("child:done", child.pid, "child_robot")
+        assert child.pid != os.getpid()
         memory.set("bye", True)
     finally:
         _stop(child)
@@ -248,3 +251,24 @@ def test_cross_process_wake_latency(shared: Any, signalling_waiter: type[Signall
     with capsys.disabled():
         print(f"\ncross-process wake latency over {len(latencies)} tries: p50={statistics.median(latencies):.2f} ms "
               f"max={max(latencies):.2f} ms")
+
+
+def test_a_forked_child_hears_writes_through_a_memory_it_inherited(shared: Any) -> None:
+    """The parent listens (its feed thread runs) before forking; the child's copy gets a feed of its own.
+
+    Without the at-fork reset of the feeds the child keeps the parent's feed, whose thread does
+    not exist in the child, and never wakes (this test then fails on its 30 s timeout).
+    """
+    memory = shared()
+    memory.subscribe("k", callback=lambda change: None)  # the parent's feed is running
+    results = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(target=shared_worker.use_inherited_memory,
+                                                        args=(memory, results), daemon=True)
+    child.start()
+    try:
+        assert results.get(timeout=30) == ("waiting",)  # the child blocks in get("k", wait=...)
+        memory.set("k", "from the parent")
+        assert results.get(timeout=30) == ("woke", "from the parent")
+    finally:
+        _stop(child)
+    assert child.exitcode == 0
