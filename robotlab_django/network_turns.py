@@ -42,6 +42,7 @@ from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
+from robotlab.memory import create_memory
 from robotlab.network import Network, TurnState
 from robotlab.result import RobotResult
 from robotlab.robot import Robot
@@ -66,13 +67,15 @@ from .registry import registry
 from .runnables import build_network
 from .sync_bridge import blocking, call_sync
 
-__all__ = ["ADVANCE_ATTEMPTS", "SEQ_BLOCK", "aadvance", "abegin", "aexecute", "arun_task", "distributed_networks",
-           "execute", "is_distributed", "settle_exhausted", "task_rows_queued"]
+__all__ = ["ADVANCE_ATTEMPTS", "MEMORY_TTL", "SEQ_BLOCK", "aadvance", "abegin", "aexecute", "arun_task",
+           "distributed_networks", "execute", "is_distributed", "settle_exhausted", "task_rows_queued"]
 
 logger = logging.getLogger("robotlab_django")
 
 #: Event numbers of the ``n``-th task of a turn start at ``n * SEQ_BLOCK`` (the turn's own events below).
 SEQ_BLOCK = 100_000
+#: Seconds the keys of a turn's shared memory live after their last write (they are cleared when it ends).
+MEMORY_TTL = 24 * 3600
 #: Times an advance re-reads the turn after another worker changed it first.
 ADVANCE_ATTEMPTS = 50
 _ROBOT_LIFECYCLE = (RUN_STARTED, RUN_COMPLETED, RUN_FAILED)
@@ -99,8 +102,13 @@ def is_distributed(row: Any) -> bool:
 
 
 def _network(turn: Any, llm: Any, options: Mapping[str, Any] | None) -> tuple[Network, int]:
-    """The turn's network, freshly built, every robot holding the thread's history before the turn."""
+    """The turn's network, freshly built, every robot holding the thread's history before the turn; its memory
+    the turn's shared one when ``ROBOTLAB["NETWORK_MEMORY_URL"]`` is set."""
     network = build_network(turn.robot_name, llm=llm, **dict(options or {}))
+    url = app_settings.NETWORK_MEMORY_URL
+    if url:
+        network.memory = create_memory(backend="redis", redis_url=url, namespace=f"robotlab-turn-{turn.run_id}",
+                                       network_name=network.name, ttl=MEMORY_TTL)
     history = load_history(turn.thread_id, before=turn.sequence_number)
     for task in network.tasks.values():
         if isinstance(task.robot, Robot):
@@ -204,6 +212,8 @@ async def _settle(turn: Any, network: Network, change: Callable[[TurnState], Non
         if queued is not None:
             if finish is not None:
                 await _announce(fresh, state, network)
+                if app_settings.NETWORK_MEMORY_URL:
+                    await blocking(network.memory.clear)  # the turn's shared keys, for every process
             return queued
     raise RuntimeError(f"Network turn {turn.pk} changed {ADVANCE_ATTEMPTS} times while this worker advanced it")
 
@@ -241,11 +251,14 @@ async def abegin(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None
     if row.turn_state:
         return []
     network, _length = await blocking(_network, row, llm, options)
-    state = network.turn_state()
-    await _emit(row, (RUN_STARTED, {"network": network.name, "message": row.input or None}))
-    if await blocking(_commit, row, row.turn_version, state, [], network, None) is None:
-        return []  # another job of the same turn row began it
-    return await _settle(row, network, None)
+    try:
+        state = network.turn_state()
+        await _emit(row, (RUN_STARTED, {"network": network.name, "message": row.input or None}))
+        if await blocking(_commit, row, row.turn_version, state, [], network, None) is None:
+            return []  # another job of the same turn row began it
+        return await _settle(row, network, None)
+    finally:
+        _closing(network)
 
 
 def _listener(sink: Callable[[Event], Any], base: int, inputs: dict[str, str],
@@ -306,25 +319,28 @@ async def arun_task(row: Any, *, llm: Any = None, options: Mapping[str, Any] | N
         await blocking(save_row, row, {"status": Status.SKIPPED})
         return []
     network, history_length = await blocking(_network, turn, llm, options)
-    robot = network.tasks[name].robot
-    if isinstance(robot, Robot):
-        await blocking(checkpoints.attach, robot, row)
-    base = (1 + list(state.dependencies).index(name)) * SEQ_BLOCK
-    inputs: dict[str, str] = {}
-    failures: dict[str, tuple[str, str]] = {}
     try:
-        flow = await astream_run(
-            turn.thread_id, row.pk,
-            lambda callback: network.arun_task(name, state, turn.input or None, run_id=turn.run_id,
-                                               on_event=_listener(callback, base, inputs, failures)),
-            on_event=on_event)
-    except Exception as exc:
-        await blocking(save_row, row, {"status": Status.FAILED, "error": str(exc) or type(exc).__name__,
-                                       "error_type": type(exc).__name__, "duration": time.monotonic() - started})
-        return await aadvance(turn, network, name, error=exc)
-    await blocking(save_row, row, _task_fields(turn.robot_name, flow, robot, history_length, inputs, failures,
-                                               time.monotonic() - started))
-    return await aadvance(turn, network, name, result=flow)
+        robot = network.tasks[name].robot
+        if isinstance(robot, Robot):
+            await blocking(checkpoints.attach, robot, row)
+        base = (1 + list(state.dependencies).index(name)) * SEQ_BLOCK
+        inputs: dict[str, str] = {}
+        failures: dict[str, tuple[str, str]] = {}
+        try:
+            flow = await astream_run(
+                turn.thread_id, row.pk,
+                lambda callback: network.arun_task(name, state, turn.input or None, run_id=turn.run_id,
+                                                   on_event=_listener(callback, base, inputs, failures)),
+                on_event=on_event)
+        except Exception as exc:
+            await blocking(save_row, row, {"status": Status.FAILED, "error": str(exc) or type(exc).__name__,
+                                           "error_type": type(exc).__name__, "duration": time.monotonic() - started})
+            return await aadvance(turn, network, name, error=exc)
+        await blocking(save_row, row, _task_fields(turn.robot_name, flow, robot, history_length, inputs, failures,
+                                                   time.monotonic() - started))
+        return await aadvance(turn, network, name, result=flow)
+    finally:
+        _closing(network)
 
 
 async def aadvance(turn: Any, network: Network, name: str, *, result: FlowResult | None = None,
@@ -359,7 +375,10 @@ def settle_exhausted(row: Any) -> list[Any]:
     network, _length = _network(turn, None, None)
     error = (f"AttemptsExhausted: gave up after {row.attempts} attempts "
              f"(ROBOTLAB['TASK_MAX_ATTEMPTS'] is {app_settings.TASK_MAX_ATTEMPTS}); its worker was lost each time")
-    return _announce_queued(type(row), call_sync(aadvance, turn, network, row.task_name, error=error))
+    try:
+        return _announce_queued(type(row), call_sync(aadvance, turn, network, row.task_name, error=error))
+    finally:
+        _closing(network)
 
 
 async def aexecute(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = None,
@@ -372,6 +391,12 @@ async def aexecute(row: Any, *, llm: Any = None, options: Mapping[str, Any] | No
     if row.parent_id is not None:
         return await arun_task(row, llm=llm, options=options, on_event=on_event)
     return await abegin(row, llm=llm, options=options)
+
+
+def _closing(network: Network) -> None:
+    """Stop this process listening to the turn's shared memory (its keys stay for the other tasks)."""
+    if app_settings.NETWORK_MEMORY_URL:
+        network.memory.close()
 
 
 def execute(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = None,

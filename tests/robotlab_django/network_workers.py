@@ -9,6 +9,8 @@ line of facts:
   for comparison.
 * ``kill``: the same turn, but the pool child running ``branch_2`` is SIGKILLed while that branch waits for
   its second LLM answer (its first call and its tool call completed and were checkpointed).
+* ``memory``: a ``relay`` turn: its two roots start together on the two workers; one waits on the turn's
+  shared memory (``ROBOTLAB["NETWORK_MEMORY_URL"]``) for the key the other sets (the notes file says when).
 """
 
 from __future__ import annotations
@@ -65,6 +67,11 @@ def main(scenario: str) -> dict[str, Any]:
 
     def respond(body: dict[str, Any]) -> Any:
         task, last = _task_of(body), body["messages"][-1]
+        if task in ("waiter", "setter"):
+            tool = "await_signal" if task == "waiter" else "send_signal"
+            return reply(f"{task} done.") if last["role"] == "tool" else call(tool)
+        if task == "done":
+            return reply("Relayed.")
         if task == "plan":
             return reply("Four parts.")
         if task == "reduce":
@@ -80,7 +87,7 @@ def main(scenario: str) -> dict[str, Any]:
     port = int(os.environ["ROBOTLAB_TEST_LLM_PORT"])
     with FakeLLMServer(responder=respond, port=port) as server:
         thread = get_thread("distributed")
-        row = start_run(thread, "fanout", "Split the work")
+        row = start_run(thread, "relay" if scenario == "memory" else "fanout", "Split the work")
         executor.dispatch(row)
         killed: dict[str, Any] = {}
         if scenario == "kill":

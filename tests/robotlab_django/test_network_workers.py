@@ -38,7 +38,9 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Processes, dict[str, str]]]:
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.robotlab_django.settings", "PYTHONPATH": path,
            "ROBOTLAB_TEST_DB": "sqlite", "ROBOTLAB_TEST_SQLITE_PATH": str(tmp_path / "db.sqlite3"),
            "ROBOTLAB_TEST_REDIS_URL": REDIS_URL, "ROBOTLAB_TEST_EXECUTOR": "celery",
-           "ROBOTLAB_TEST_NETWORKS": json.dumps({"fanout": "tests.robotlab_django.fanout.fanout_network"}),
+           "ROBOTLAB_TEST_NETWORKS": json.dumps({"fanout": "tests.robotlab_django.fanout.fanout_network",
+                                                 "relay": "tests.robotlab_django.fanout.relay_network"}),
+           "ROBOTLAB_TEST_MEMORY_URL": REDIS_URL,
            "ROBOTLAB_TEST_LLM": "tests.robotlab_django.fanout.server_llm",
            "ROBOTLAB_TEST_LLM_PORT": str(port), "ROBOTLAB_TEST_LLM_BASE": f"http://127.0.0.1:{port}/v1",
            "ROBOTLAB_TEST_NOTES": str(tmp_path / "notes.txt")}
@@ -112,3 +114,19 @@ def test_a_branch_whose_worker_is_killed_runs_again_alone_replaying_its_complete
     notes = (tmp_path / "notes.txt").read_text().splitlines()
     assert sorted(line.split(" ", 1)[1] for line in notes) == [f"branch_{i}" for i in range(1, 5)]  # tool ran once
     assert facts["kinds"].count("run.completed") == 1 and facts["kinds"][-1] == "stream.ended"
+
+
+def test_a_task_waiting_on_the_turns_memory_wakes_when_a_task_on_the_other_worker_sets_the_key(
+        cluster: tuple[Processes, dict[str, str]], tmp_path: Path) -> None:
+    _processes, env = cluster
+    facts = scenario("memory", env, tmp_path)
+    assert facts["status"] == "completed", facts["error"]
+    assert facts["reply"] == "Relayed."
+    tasks = {t["task"]: t for t in facts["tasks"]}
+    assert tasks["waiter"]["pid"] != tasks["setter"]["pid"]  # the two roots ran on the two workers
+    [line] = (tmp_path / "notes.txt").read_text().splitlines()
+    pid, _woke, woke, _sent, sent = line.split()
+    assert int(pid) == tasks["waiter"]["pid"]
+    latency = float(woke) - float(sent)
+    print(f"cross-worker memory wake: {latency * 1000:.1f} ms")
+    assert 0 <= latency < 0.1
