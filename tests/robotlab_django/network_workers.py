@@ -20,7 +20,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections import Counter
 from typing import Any
 
@@ -34,17 +33,6 @@ WAIT = 90.0
 def _task_of(body: dict[str, Any]) -> str:
     system = str(body["messages"][0]["content"])
     return system.removeprefix("You are the ").removesuffix(" robot.")
-
-
-def _wait(check: Any, what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up after {timeout:g} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def main(scenario: str) -> dict[str, Any]:
@@ -61,6 +49,7 @@ def main(scenario: str) -> dict[str, Any]:
     from robotlab_django.models import RobotResult, RunEvent, Status
     from robotlab_django.records import get_thread, start_run
     from robotlab_django.runner import run_robot
+    from tests.robotlab_django.faults import wait_for
 
     in_flight = threading.Event()
     slow_sent: list[str] = []
@@ -93,13 +82,13 @@ def main(scenario: str) -> dict[str, Any]:
         if scenario == "kill":
             if not in_flight.wait(WAIT):
                 raise TimeoutError("branch_2 never asked for its answer")
-            victim = _wait(lambda: RobotResult.objects.filter(parent_id=row.pk, task_name="branch_2")
+            victim = wait_for(lambda: RobotResult.objects.filter(parent_id=row.pk, task_name="branch_2")
                            .values_list("worker_pid", flat=True).first(), "branch_2's worker pid")
             os.kill(victim, signal.SIGKILL)
             killed = {"pid": victim, "at_requests": len(server.requests)}
-        _wait(lambda: RobotResult.objects.get(pk=row.pk).status in (Status.COMPLETED, Status.FAILED),
+        wait_for(lambda: RobotResult.objects.get(pk=row.pk).status in (Status.COMPLETED, Status.FAILED),
               "the turn to finish", timeout=2 * WAIT)
-        _wait(lambda: RunEvent.objects.filter(result_id=row.pk, kind="stream.ended").exists(),
+        wait_for(lambda: RunEvent.objects.filter(result_id=row.pk, kind="stream.ended").exists(),
               "the turn's stream.ended (sent right after its row is stored)")
         row.refresh_from_db()
         task_rows = list(RobotResult.objects.filter(parent_id=row.pk).order_by("pk"))

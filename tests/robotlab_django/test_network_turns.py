@@ -175,3 +175,19 @@ def test_the_admin_graph_escapes_names(scripted_llm: Script, distributed: None) 
     picture = str(turn_graph(RobotResult.objects.get(pk=turn.pk)))
     assert "<script>" not in picture and "&lt;script&gt;x&lt;/script&gt;" in picture
     assert picture.count("#e2e3e5") == 2  # technical and general: skipped
+
+
+def test_the_admin_page_of_a_turn_draws_its_task_graph(admin_client: Any, scripted_llm: Script,
+                                                       distributed: None) -> None:
+    from django.urls import reverse
+
+    scripted_llm(text("billing"), text("<img src=x onerror=alert(1)>"))
+    turn = dispatched("s1", "helpdesk", "Hi")
+    RobotResult.objects.filter(parent_id=turn.pk).update(worker="w1@<b>host</b>")
+    page = admin_client.get(reverse("admin:robotlab_robotresult_change", args=[turn.pk])).content.decode()
+    assert '<svg class="robotlab-graph"' in page and page.count('class="robotlab-task') == 4
+    assert "w1@&lt;b&gt;host&lt;/b&gt;" in page and "<b>host</b>" not in page
+    assert "<img src=x onerror" not in page  # the model's reply is escaped wherever it shows
+    task = task_rows(turn)[0]
+    assert '<svg class="robotlab-graph"' not in admin_client.get(
+        reverse("admin:robotlab_robotresult_change", args=[task.pk])).content.decode()  # a task row has no graph

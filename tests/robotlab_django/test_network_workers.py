@@ -57,6 +57,13 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Processes, dict[str, str]]]:
         processes.stop_all()
 
 
+def completed(name: str, env: dict[str, str], workdir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The facts of scenario ``name``, whose turn must have completed, and its task rows by task name."""
+    facts = scenario(name, env, workdir)
+    assert facts["status"] == "completed", facts["error"]
+    return facts, {t["task"]: t for t in facts["tasks"]}
+
+
 def scenario(name: str, env: dict[str, str], workdir: Path) -> dict[str, Any]:
     client = subprocess.run([sys.executable, "-m", "tests.robotlab_django.network_workers", name], cwd=ROOT,
                             env=env, capture_output=True, text=True, timeout=300)
@@ -68,10 +75,7 @@ def scenario(name: str, env: dict[str, str], workdir: Path) -> dict[str, Any]:
 
 def test_the_branches_of_a_turn_run_on_both_workers_and_match_a_one_process_run(
         cluster: tuple[Processes, dict[str, str]], tmp_path: Path) -> None:
-    _processes, env = cluster
-    facts = scenario("spread", env, tmp_path)
-    assert facts["status"] == "completed", facts["error"]
-    tasks = {t["task"]: t for t in facts["tasks"]}
+    facts, tasks = completed("spread", cluster[1], tmp_path)
     assert sorted(tasks) == ["branch_1", "branch_2", "branch_3", "branch_4", "plan", "reduce"]
     assert all(t["status"] == "completed" and t["attempts"] == 1 and t["pid"] for t in tasks.values())
     branch_pids = {tasks[f"branch_{i}"]["pid"] for i in range(1, 5)}
@@ -99,11 +103,8 @@ def test_the_branches_of_a_turn_run_on_both_workers_and_match_a_one_process_run(
 
 def test_a_branch_whose_worker_is_killed_runs_again_alone_replaying_its_completed_steps(
         cluster: tuple[Processes, dict[str, str]], tmp_path: Path) -> None:
-    _processes, env = cluster
-    facts = scenario("kill", env, tmp_path)
-    assert facts["status"] == "completed", facts["error"]
+    facts, tasks = completed("kill", cluster[1], tmp_path)
     assert facts["reply"] == "All four parts are done."
-    tasks = {t["task"]: t for t in facts["tasks"]}
     assert tasks["branch_2"]["attempts"] == 2 and tasks["branch_2"]["pid"] != facts["killed"]["pid"]
     assert all(t["attempts"] == 1 for name, t in tasks.items() if name != "branch_2")
     requests = dict(facts["requests"])
@@ -118,11 +119,8 @@ def test_a_branch_whose_worker_is_killed_runs_again_alone_replaying_its_complete
 
 def test_a_task_waiting_on_the_turns_memory_wakes_when_a_task_on_the_other_worker_sets_the_key(
         cluster: tuple[Processes, dict[str, str]], tmp_path: Path) -> None:
-    _processes, env = cluster
-    facts = scenario("memory", env, tmp_path)
-    assert facts["status"] == "completed", facts["error"]
+    facts, tasks = completed("memory", cluster[1], tmp_path)
     assert facts["reply"] == "Relayed."
-    tasks = {t["task"]: t for t in facts["tasks"]}
     assert tasks["waiter"]["pid"] != tasks["setter"]["pid"]  # the two roots ran on the two workers
     [line] = (tmp_path / "notes.txt").read_text().splitlines()
     pid, _woke, woke, _sent, sent = line.split()
