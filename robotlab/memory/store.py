@@ -322,15 +322,10 @@ class Memory:
         ``None`` means changes may have been missed (a reconnect): the waited keys are looked up again.
         """
         if change is None:
-            for key in self._waiters.waited_keys():
-                present, value = self._lookup(key)
-                if present:
-                    self._waiters.wake(key, value)
-            return
-        self._waiters.wake(change.key, change.value)
-        callbacks = self._subscriptions.matching(change.key)
-        if callbacks:
-            self._subscriptions.dispatch_soon(change, callbacks)
+            self._waiters.recheck()
+        else:
+            self._waiters.wake(change.key, change.value)
+            self._subscriptions.notify_soon(change)
 
 
     def subscribe(self, *keys: Any, callback: Any = UNSET) -> Any:
