@@ -92,7 +92,7 @@ class Memory:
         self._subscriptions = SubscriptionRegistry(on_add=self._hear_other_processes)
         self._document_store: DocumentStore | None = None
 
-
+    # ---- attributes
     @property
     def current_writer(self) -> str | None:
         """The name of the robot writing now (recorded as ``writer`` in each :class:`MemoryChange`)."""
@@ -118,7 +118,7 @@ class Memory:
         """Whether custom keys are stored in Redis."""
         return not isinstance(self._backend, HashBackend)
 
-
+    # ---- reserved keys
     @property
     def data(self) -> StateProxy:
         """Runtime data. Writes through it are **not** reactive (no subscribers, no waiters)."""
@@ -160,7 +160,7 @@ class Memory:
         """The shared response cache, or ``None`` when ``enable_cache=False``."""
         return self._reserved.cache
 
-
+    # ---- item access
     def __getitem__(self, key: str) -> Any:
         """The value of ``key`` (a reserved key through its accessor; ``None`` when missing)."""
         return self._lookup(check_key(key))[1]
@@ -237,8 +237,7 @@ class Memory:
         """Stop hearing other processes' writes (a Redis memory); the data stays. Nothing for a dict."""
         self._backend.close()
 
-    # ---- reactive API ------------------------------------------------------------------------
-
+    # ---- reactive API
     def set(self, key: str, value: Any) -> Any:
         """Store ``value``, wake threads and tasks waiting for ``key``, notify subscribers.
 
@@ -311,7 +310,7 @@ class Memory:
         with self._lock:
             return self._backend.lookup(key)
 
-
+    # ---- other processes
     def _hear_other_processes(self) -> None:
         """Have the backend pass other processes' writes to :meth:`_receive` (nothing for a dict)."""
         self._backend.listen(self._receive)
@@ -327,7 +326,7 @@ class Memory:
             self._waiters.wake(change.key, change.value)
             self._subscriptions.notify_soon(change)
 
-
+    # ---- subscriptions
     def subscribe(self, *keys: Any, callback: Any = UNSET) -> Any:
         """Call ``callback(change)`` whenever :meth:`set` writes one of ``keys``; returns an id.
 
@@ -367,7 +366,7 @@ class Memory:
         """Whether a key subscription or a matching pattern subscription exists for ``key``."""
         return self._subscriptions.is_subscribed(key)
 
-
+    # ---- documents
     @property
     def document_store(self) -> DocumentStore:
         """The :class:`~robotlab.document_store.DocumentStore` behind the ``*_document`` methods.
@@ -402,7 +401,7 @@ class Memory:
         self.document_store.delete(key)
         return self
 
-
+    # ---- history
     def append_result(self, result: Any) -> Memory:
         """Add a robot result to :attr:`results` (not reactive); returns ``self``."""
         self._reserved.append_result(result)
@@ -424,7 +423,7 @@ class Memory:
         """
         return self._reserved.format_history(formatter)
 
-
+    # ---- serialization and copies
     def to_dict(self) -> dict[str, Any]:
         """``{"data", "results", "messages", "session_id", "custom"}``; ``session_id`` is left out
         when ``None``; ``custom`` (the non-reserved keys) is always there. The cache is not saved.
