@@ -50,7 +50,7 @@ class Memory:
         namespace: the name under which processes share a Redis memory (a turn id, say; letters,
             digits, ``_``, ``.``, ``-``): every memory created with the same URL and namespace
             sees the same keys, and its waiters and subscribers hear the others' writes. A new
-            uuid when ``None`` (nobody else knows it). Keys stay until :meth:`clear` or
+            uuid when ``None`` (private: it neither publishes nor listens). Keys stay until :meth:`clear` or
             :meth:`reset`, or ``ttl``.
         ttl: seconds each Redis key lives after its last write (``None``: no expiry).
 
