@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import DependencyError
-from .backends import ChangeListener
 from .change_feed import ChangeFeed, change_feed, message_prefix
+from .changes import ChangeListener
 
 __all__ = ["DEFAULT_REDIS_URL", "KEY_PREFIX", "RedisBackend", "redis_client"]
 
