@@ -276,9 +276,14 @@ class Memory:
         """
         if len(keys) == 1 and (wait is False or wait is None):
             return self._lookup(check_key(keys[0]))[1]
-        names, found, missing, timeout = self._read(keys, wait)
-        for name in missing:
-            found[name] = (True, self._waiters.wait(name, timeout))
+        names = self._names(keys)
+        should_wait, timeout = wait_mode(wait)
+        found = {name: self._lookup(name) for name in dict.fromkeys(names)}
+        if should_wait:
+            for name, (present, _) in found.items():
+                if not present:
+                    self._hear_other_processes()
+                    found[name] = (True, self._waiters.wait(name, timeout))
         return found[names[0]][1] if len(names) == 1 else {name: found[name][1] for name in names}
 
     async def aget(self, *keys: str, wait: bool | float | None = False) -> Any:
@@ -287,22 +292,21 @@ class Memory:
         Raises:
             AwaitTimeout: as :meth:`get`.
         """
-        names, found, missing, timeout = self._read(keys, wait)
-        for name in missing:
-            found[name] = (True, await self._waiters.wait_async(name, timeout))
-        return found[names[0]][1] if len(names) == 1 else {name: found[name][1] for name in names}
-
-    def _read(self, keys: tuple[str, ...], wait: object) -> tuple[list[str], dict[str, Any], list[str], Any]:
-        """The names asked, what each holds now, the missing ones to wait for (none when not waiting), the timeout."""
-        if not keys:
-            raise TypeError("get() needs at least one key")
-        names = [check_key(key) for key in keys]
+        names = self._names(keys)
         should_wait, timeout = wait_mode(wait)
         found = {name: self._lookup(name) for name in dict.fromkeys(names)}
-        missing = [name for name, (present, _) in found.items() if not present] if should_wait else []
-        if missing:
-            self._hear_other_processes()
-        return names, found, missing, timeout
+        if should_wait:
+            for name, (present, _) in found.items():
+                if not present:
+                    self._hear_other_processes()
+                    found[name] = (True, await self._waiters.wait_async(name, timeout))
+        return found[names[0]][1] if len(names) == 1 else {name: found[name][1] for name in names}
+
+    @staticmethod
+    def _names(keys: tuple[str, ...]) -> list[str]:
+        if not keys:
+            raise TypeError("get() needs at least one key")
+        return [check_key(key) for key in keys]
 
     def _lookup(self, key: str) -> tuple[bool, Any]:
         if key in RESERVED_KEYS:
