@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ConfigurationError
-from .changes import MemoryChange
+from .changes import ChangeListener
 
-__all__ = ["Backend", "BackendKind", "ChangeListener", "HashBackend", "create_backend"]
+__all__ = ["Backend", "BackendKind", "HashBackend", "create_backend"]
 
 logger = logging.getLogger("robotlab.memory")
 
 BackendKind = Literal["auto", "hash", "redis"]
-
-#: Called with another process's change, or ``None`` when changes may have been missed.
-ChangeListener = Callable[[MemoryChange | None], None]
 
 
 class Backend(Protocol):

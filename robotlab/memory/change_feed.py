@@ -21,12 +21,11 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import ConfigurationError
-from .changes import MemoryChange
+from .changes import ChangeListener, MemoryChange
 
 __all__ = ["SUBSCRIBE_TIMEOUT", "ChangeFeed", "change_feed", "decode_change", "message_prefix"]
 
@@ -34,8 +33,6 @@ logger = logging.getLogger("robotlab.memory")
 
 #: Seconds to wait for Redis to confirm a channel subscription.
 SUBSCRIBE_TIMEOUT = 5.0
-
-_Listener = Callable[[MemoryChange | None], None]
 
 
 def message_prefix(origin: str, key: str, encoded: str, *, writer: str | None,
@@ -69,12 +66,12 @@ class ChangeFeed:
 
     def __init__(self, client: Any) -> None:
         self._pubsub = client.pubsub()
-        self._lock = threading.Lock()
-        self._listeners: dict[str, dict[str, weakref.WeakMethod[_Listener]]] = {}
+        self._lock = threading.RLock()  # reentrant: a memory's finalizer may call remove() from any point
+        self._listeners: dict[str, dict[str, weakref.WeakMethod[ChangeListener]]] = {}
         self._confirmed: dict[str, threading.Event] = {}
         self._thread: threading.Thread | None = None
 
-    def add(self, channel: str, origin: str, listener: _Listener, timeout: float = SUBSCRIBE_TIMEOUT) -> None:
+    def add(self, channel: str, origin: str, listener: ChangeListener, timeout: float = SUBSCRIBE_TIMEOUT) -> None:
         """Pass the changes published on ``channel`` by others than ``origin`` to the bound method ``listener``.
 
         Returns once Redis has confirmed the subscription.
@@ -88,7 +85,12 @@ class ChangeFeed:
             confirmed = self._confirmed.get(channel)
             if confirmed is None:
                 confirmed = self._confirmed[channel] = threading.Event()
-                self._pubsub.subscribe(channel)
+                try:
+                    self._pubsub.subscribe(channel)
+                except Exception as exc:
+                    del self._listeners[channel], self._confirmed[channel]
+                    raise ConfigurationError(f"Cannot subscribe to {channel!r} in Redis to hear other processes' "
+                                             f"memory writes: {exc}") from exc
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="robotlab-memory-feed", daemon=True)
                 self._thread.start()
@@ -116,13 +118,18 @@ class ChangeFeed:
             return list(self._listeners)
 
     def _run(self) -> None:
+        pause = 0.0
+        idle = threading.Event()  # never set: its wait is the pause between reconnection attempts
         while True:
             try:
                 message = self._pubsub.get_message(timeout=1.0)
             except Exception as exc:  # the connection broke: redis-py resubscribes on reconnect
-                logger.warning("Memory change feed lost its Redis connection (%s); reconnecting", exc)
-                threading.Event().wait(0.5)
+                (logger.debug if pause else logger.warning)(
+                    "Memory change feed lost its Redis connection (%s); reconnecting", exc)
+                pause = min(max(pause * 2, 0.1), 5.0)
+                idle.wait(pause)
                 continue
+            pause = 0.0
             if message is not None:
                 self._handle(message)
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from ..messages import _compact, _dumps, _iso8601
 
-__all__ = ["MemoryChange"]
+__all__ = ["ChangeListener", "MemoryChange"]
 
 
 def _utc(moment: datetime) -> datetime:
@@ -93,3 +93,7 @@ class MemoryChange:
             timestamp=datetime.fromisoformat(timestamp) if timestamp else datetime.now(UTC),
             correlation_id=data.get("correlation_id"),
         )
+
+
+#: What hears another process's changes: called with each change, or ``None`` when changes may have been missed.
+ChangeListener = Callable[[MemoryChange | None], None]

@@ -7,9 +7,11 @@ lists and non-str dict keys become strings; an object with a ``to_dict()`` metho
 that dict. The ``redis`` package is imported only when a Redis backend is created, and clients
 are shared per URL (redis-py clients are thread-safe and pool their connections).
 
-Every reactive write (:meth:`RedisBackend.swap`) also publishes the change on the channel
-``robot_lab:memory:<name>:changes``, in the same server-side script as the write, so processes
-sharing the namespace hear of it in write order (:mod:`robotlab.memory.change_feed`).
+A memory given ``namespace=`` is shared: every reactive write (:meth:`RedisBackend.swap`) also
+publishes the change on the channel ``robot_lab:memory:<name>:changes``, in the same server-side
+script as the write, so processes sharing the namespace hear of it in write order
+(:mod:`robotlab.memory.change_feed`). A private memory (a uuid nobody else knows) neither publishes
+nor listens.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import DependencyError
-from .backends import ChangeListener
 from .change_feed import ChangeFeed, change_feed, message_prefix
+from .changes import ChangeListener
 
 __all__ = ["DEFAULT_REDIS_URL", "KEY_PREFIX", "RedisBackend", "redis_client"]
 
@@ -112,6 +114,8 @@ class RedisBackend:
         self.url = url
         self.client = client if client is not None else redis_client(url)
         name = str(uuid.uuid4()) if namespace is None else _check_namespace(namespace)
+        #: Whether other processes may name this namespace (it was given): only then are writes published.
+        self.shared = namespace is not None
         self.namespace = f"{KEY_PREFIX}:{name}"
         self.channel = f"{self.namespace}:changes"
         self._origin = uuid.uuid4().hex
@@ -149,10 +153,16 @@ class RedisBackend:
         return (False, None) if raw is None else (True, json.loads(raw))
 
     def swap(self, key: str, value: Any, *, writer: str | None = None) -> tuple[bool, Any]:
-        """Store ``value``, publish the change, and return what was there before, as :meth:`lookup` would."""
+        """Store ``value`` and return what was there before, as :meth:`lookup` would; publish the change when shared."""
         encoded = self.encode(key, value)
-        prefix = message_prefix(self.origin, key, encoded, writer=writer, network_name=self.network_name)
-        old = self._swap(keys=[self._key(key)], args=[encoded, self._expiry, self.channel, prefix])
+        if self.shared:
+            prefix = message_prefix(self.origin, key, encoded, writer=writer, network_name=self.network_name)
+            old = self._swap(keys=[self._key(key)], args=[encoded, self._expiry, self.channel, prefix])
+        else:
+            pipe = self.client.pipeline(transaction=True)
+            pipe.get(self._key(key))
+            pipe.set(self._key(key), encoded, px=int(self._expiry) if self._expiry else None)
+            old, _ = pipe.execute()
         return (False, None) if old is None else (True, json.loads(old))
 
     def put(self, key: str, value: Any) -> None:
@@ -195,8 +205,10 @@ class RedisBackend:
 
         Returns once Redis has confirmed the subscription, so a write made after this call is
         heard. Idempotent; the feed holds ``listener`` weakly. Changes this backend published
-        itself are not passed back.
+        itself are not passed back. Nothing for a private namespace (nobody else writes there).
         """
+        if not self.shared:
+            return
         feed = change_feed(self.url, self.client)
         if self._feed is feed:
             return

@@ -9,18 +9,35 @@ from __future__ import annotations
 
 import copy as _copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..messages import Message, _compact
 from ..result import RobotResult
-
-if TYPE_CHECKING:
-    from .store import Memory
+from .state import StateProxy
 
 __all__ = ["constructor_arguments", "copy_arguments", "to_dict"]
 
 
-def to_dict(memory: Memory) -> dict[str, Any]:
+class _Saved(Protocol):
+    """What these functions read of a memory (:class:`~robotlab.memory.Memory` has it all)."""
+
+    @property
+    def data(self) -> StateProxy: ...
+    @property
+    def results(self) -> list[Any]: ...
+    @property
+    def messages(self) -> list[Message]: ...
+    @property
+    def session_id(self) -> str | None: ...
+    @property
+    def enable_cache(self) -> bool: ...
+    @property
+    def network_name(self) -> str | None: ...
+    def keys(self) -> list[str]: ...
+    def __getitem__(self, key: str) -> Any: ...
+
+
+def to_dict(memory: _Saved) -> dict[str, Any]:
     """The saved form of ``memory`` (results exported, messages as dicts)."""
     custom = memory.keys()
     return _compact(
@@ -44,7 +61,7 @@ def constructor_arguments(data: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def copy_arguments(memory: Memory) -> dict[str, Any]:
+def copy_arguments(memory: _Saved) -> dict[str, Any]:
     """The ``Memory`` arguments of an independent copy of ``memory``'s reserved keys and settings.
 
     ``data`` is deep-copied; ``results`` and ``messages`` are new lists of the same objects.

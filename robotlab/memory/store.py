@@ -50,7 +50,7 @@ class Memory:
         namespace: the name under which processes share a Redis memory (a turn id, say; letters,
             digits, ``_``, ``.``, ``-``): every memory created with the same URL and namespace
             sees the same keys, and its waiters and subscribers hear the others' writes. A new
-            uuid when ``None`` (nobody else knows it). Keys stay until :meth:`clear` or
+            uuid when ``None`` (private: it neither publishes nor listens). Keys stay until :meth:`clear` or
             :meth:`reset`, or ``ttl``.
         ttl: seconds each Redis key lives after its last write (``None``: no expiry).
 
@@ -92,7 +92,7 @@ class Memory:
         self._subscriptions = SubscriptionRegistry(on_add=self._hear_other_processes)
         self._document_store: DocumentStore | None = None
 
-
+    # ---- attributes
     @property
     def current_writer(self) -> str | None:
         """The name of the robot writing now (recorded as ``writer`` in each :class:`MemoryChange`)."""
@@ -118,7 +118,7 @@ class Memory:
         """Whether custom keys are stored in Redis."""
         return not isinstance(self._backend, HashBackend)
 
-
+    # ---- reserved keys
     @property
     def data(self) -> StateProxy:
         """Runtime data. Writes through it are **not** reactive (no subscribers, no waiters)."""
@@ -160,7 +160,7 @@ class Memory:
         """The shared response cache, or ``None`` when ``enable_cache=False``."""
         return self._reserved.cache
 
-
+    # ---- item access
     def __getitem__(self, key: str) -> Any:
         """The value of ``key`` (a reserved key through its accessor; ``None`` when missing)."""
         return self._lookup(check_key(key))[1]
@@ -237,8 +237,7 @@ class Memory:
         """Stop hearing other processes' writes (a Redis memory); the data stays. Nothing for a dict."""
         self._backend.close()
 
-    # ---- reactive API ------------------------------------------------------------------------
-
+    # ---- reactive API
     def set(self, key: str, value: Any) -> Any:
         """Store ``value``, wake threads and tasks waiting for ``key``, notify subscribers.
 
@@ -277,9 +276,14 @@ class Memory:
         """
         if len(keys) == 1 and (wait is False or wait is None):
             return self._lookup(check_key(keys[0]))[1]
-        names, found, missing, timeout = self._read(keys, wait)
-        for name in missing:
-            found[name] = (True, self._waiters.wait(name, timeout))
+        names = self._names(keys)
+        should_wait, timeout = wait_mode(wait)
+        found = {name: self._lookup(name) for name in dict.fromkeys(names)}
+        if should_wait:
+            for name, (present, _) in found.items():
+                if not present:
+                    self._hear_other_processes()
+                    found[name] = (True, self._waiters.wait(name, timeout))
         return found[names[0]][1] if len(names) == 1 else {name: found[name][1] for name in names}
 
     async def aget(self, *keys: str, wait: bool | float | None = False) -> Any:
@@ -288,22 +292,21 @@ class Memory:
         Raises:
             AwaitTimeout: as :meth:`get`.
         """
-        names, found, missing, timeout = self._read(keys, wait)
-        for name in missing:
-            found[name] = (True, await self._waiters.wait_async(name, timeout))
-        return found[names[0]][1] if len(names) == 1 else {name: found[name][1] for name in names}
-
-    def _read(self, keys: tuple[str, ...], wait: object) -> tuple[list[str], dict[str, Any], list[str], Any]:
-        """The names asked, what each holds now, the missing ones to wait for (none when not waiting), the timeout."""
-        if not keys:
-            raise TypeError("get() needs at least one key")
-        names = [check_key(key) for key in keys]
+        names = self._names(keys)
         should_wait, timeout = wait_mode(wait)
         found = {name: self._lookup(name) for name in dict.fromkeys(names)}
-        missing = [name for name, (present, _) in found.items() if not present] if should_wait else []
-        if missing:
-            self._hear_other_processes()
-        return names, found, missing, timeout
+        if should_wait:
+            for name, (present, _) in found.items():
+                if not present:
+                    self._hear_other_processes()
+                    found[name] = (True, await self._waiters.wait_async(name, timeout))
+        return found[names[0]][1] if len(names) == 1 else {name: found[name][1] for name in names}
+
+    @staticmethod
+    def _names(keys: tuple[str, ...]) -> list[str]:
+        if not keys:
+            raise TypeError("get() needs at least one key")
+        return [check_key(key) for key in keys]
 
     def _lookup(self, key: str) -> tuple[bool, Any]:
         if key in RESERVED_KEYS:
@@ -311,7 +314,7 @@ class Memory:
         with self._lock:
             return self._backend.lookup(key)
 
-
+    # ---- other processes
     def _hear_other_processes(self) -> None:
         """Have the backend pass other processes' writes to :meth:`_receive` (nothing for a dict)."""
         self._backend.listen(self._receive)
@@ -322,17 +325,12 @@ class Memory:
         ``None`` means changes may have been missed (a reconnect): the waited keys are looked up again.
         """
         if change is None:
-            for key in self._waiters.waited_keys():
-                present, value = self._lookup(key)
-                if present:
-                    self._waiters.wake(key, value)
-            return
-        self._waiters.wake(change.key, change.value)
-        callbacks = self._subscriptions.matching(change.key)
-        if callbacks:
-            self._subscriptions.dispatch_soon(change, callbacks)
+            self._waiters.recheck()
+        else:
+            self._waiters.wake(change.key, change.value)
+            self._subscriptions.notify_soon(change)
 
-
+    # ---- subscriptions
     def subscribe(self, *keys: Any, callback: Any = UNSET) -> Any:
         """Call ``callback(change)`` whenever :meth:`set` writes one of ``keys``; returns an id.
 
@@ -372,7 +370,7 @@ class Memory:
         """Whether a key subscription or a matching pattern subscription exists for ``key``."""
         return self._subscriptions.is_subscribed(key)
 
-
+    # ---- documents
     @property
     def document_store(self) -> DocumentStore:
         """The :class:`~robotlab.document_store.DocumentStore` behind the ``*_document`` methods.
@@ -407,7 +405,7 @@ class Memory:
         self.document_store.delete(key)
         return self
 
-
+    # ---- history
     def append_result(self, result: Any) -> Memory:
         """Add a robot result to :attr:`results` (not reactive); returns ``self``."""
         self._reserved.append_result(result)
@@ -429,7 +427,7 @@ class Memory:
         """
         return self._reserved.format_history(formatter)
 
-
+    # ---- serialization and copies
     def to_dict(self) -> dict[str, Any]:
         """``{"data", "results", "messages", "session_id", "custom"}``; ``session_id`` is left out
         when ``None``; ``custom`` (the non-reserved keys) is always there. The cache is not saved.

@@ -201,12 +201,15 @@ class SubscriptionRegistry:
         finally:
             state.draining = False
 
-    def dispatch_soon(self, change: MemoryChange, callbacks: list[Callback]) -> None:
-        """:meth:`dispatch` on this registry's delivery thread, in order (for changes of other processes).
+    def notify_soon(self, change: MemoryChange) -> None:
+        """Tell the subscribers of ``change.key`` on this registry's delivery thread, in order.
 
-        The thread that hears other processes' writes hands them over here, so a slow or
-        waiting callback never delays their delivery to waiters.
+        For another process's write: the thread that hears those hands them over here, so a slow
+        or waiting callback never delays the waking of waiters.
         """
+        callbacks = self.matching(change.key)
+        if not callbacks:
+            return
         with self._lock:
             if self._delivery is None or self._delivery[0] != os.getpid():  # none yet, or forked
                 executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="robotlab-memory-subscribers")

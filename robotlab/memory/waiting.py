@@ -135,10 +135,13 @@ class WaiterSet:
         for waiter in waiters:
             waiter.signal(value)
 
-    def waited_keys(self) -> list[str]:
-        """The keys someone waits for."""
+    def recheck(self) -> None:
+        """Look every waited key up again and wake the waiters of those that exist (after missed writes)."""
         with self._lock:
-            return list(self.pending)
+            found = {key: self._lookup(key) for key in self.pending}
+        for key, (present, value) in found.items():
+            if present:
+                self.wake(key, value)
 
     def _register(self, key: str, waiter: Waiter | AsyncWaiter) -> tuple[bool, Any]:
         """Add ``waiter`` for ``key`` unless the key exists by now (then return its value)."""

@@ -272,3 +272,35 @@ def test_a_forked_child_hears_writes_through_a_memory_it_inherited(shared: Any) 
     finally:
         _stop(child)
     assert child.exitcode == 0
+
+
+def test_after_a_reconnect_the_waited_keys_are_looked_up_again(shared: Any,
+                                                              signalling_waiter: type[SignallingWaiter]) -> None:
+    """A write whose message was lost while the feed's connection was down still wakes the waiter."""
+    client = redis_or_skip(SHARED_URL)
+    memory = shared()
+    thread, box = run_in_thread(lambda: memory.get("k", wait=60))
+    assert signalling_waiter.entered.wait(5)
+    feed = change_feed(SHARED_URL, memory._backend.client)
+    host, port = feed._pubsub.connection._sock.getsockname()[:2]
+    client.set(f"{memory._backend.namespace}:k", '"written while nobody listened"')  # no message at all
+    client.client_kill_filter(addr=f"{host}:{port}")  # this feed's connection only
+    thread.join(30)  # redis-py reconnects and resubscribes; the resubscription triggers the look-up
+    assert box == {"value": "written while nobody listened"}
+
+
+def test_a_private_redis_memory_neither_publishes_nor_listens() -> None:
+    """Without ``namespace=`` nobody else can name the memory: it costs what it did before sharing existed."""
+    client = redis_or_skip(SHARED_URL)
+    memory = Memory(backend="redis", redis_url=SHARED_URL, ttl=60)
+    try:
+        assert not memory._backend.shared
+        memory.subscribe("k", callback=lambda change: None)
+        with pytest.raises(AwaitTimeout):
+            memory.get("missing", wait=0.01)
+        assert memory._backend.channel not in change_feed(SHARED_URL, memory._backend.client).channels()
+        assert client.pubsub_numsub(memory._backend.channel) == [(memory._backend.channel, 0)]
+        assert memory.set("k", 1) == 1 and memory.set("k", 2) == 2
+        assert 0 < client.pttl(f"{memory._backend.namespace}:k") <= 60_000  # ttl on the unpublished path too
+    finally:
+        memory.clear()
