@@ -96,7 +96,7 @@ class ConfigurationError(RobotLabError):
     """Configuration is invalid or a required value is missing.
 
     Args:
-        setting: the setting or option at fault (``"model"``, ``"max_tool_rounds"``, a file path).
+        setting: the setting or option at fault (``"model"``, ``"max_tool_rounds"``).
     """
 
     setting: str | None = None
