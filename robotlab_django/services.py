@@ -32,6 +32,8 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from robotlab.errors import RobotLabError
+
 from . import checkpoints, streaming
 from .abstract_models import Status
 from .conf import app_settings
@@ -63,7 +65,7 @@ APPEND_ATTEMPTS = 5
 _COST_QUANTUM = Decimal("0.00000001")
 
 
-class RunFailedError(RuntimeError):
+class RunFailedError(RobotLabError, RuntimeError):
     """A robot run failed; ``result`` is the stored (``failed``) row and ``__cause__`` the error."""
 
     def __init__(self, result: Any) -> None:
@@ -72,7 +74,7 @@ class RunFailedError(RuntimeError):
                          f"(run #{result.sequence_number}): {result.error_type}: {result.error}")
 
 
-class NothingToRerunError(ValueError):
+class NothingToRerunError(RobotLabError, ValueError):
     """The thread has no user message to run again."""
 
 
