@@ -8,11 +8,11 @@ derives from :class:`RobotLabError`, so one ``except robotlab.RobotLabError`` ca
     |   +-- DependencyError       an optional dependency is missing; package
     +-- InferenceError            the LLM call failed, or a run was stopped by a limit; model
     |   +-- ToolLoopError         more tool calls than ``max_tool_rounds``; limit, usage
+    |   +-- BudgetExceeded        a budget stop, or a reservation past its limit; dimension, limit, usage
     +-- ToolNotFoundError         a tool name that is not registered; tool_name, available
     +-- MCPError                  an MCP server could not be reached or answered with an error; server_name, retryable
     +-- BusError                  message-bus communication failed; channel
     +-- ToolError                 a tool failed; tool_name, retryable
-    +-- BudgetExceeded            a budget reservation would exceed its limit; dimension, limit, usage
     +-- AwaitTimeout              ``memory.get(key, wait=...)`` timed out; key, timeout
     +-- DelegationTimeout         ``DelegationFuture.value(timeout=...)`` timed out; timeout
 
@@ -247,13 +247,17 @@ class BusError(RobotLabError):
 # -- limits and waits ----------------------------------------------------------------------------
 
 
-class BudgetExceeded(RobotLabError):
-    """A budget reservation would take a dimension past its limit.
+class BudgetExceeded(InferenceError):
+    """A run went past a robot's ``token_budget`` / ``cost_budget``, or a
+    :class:`~robotlab.budget.Ledger` reservation would take a dimension past its limit.
+
+    An :class:`InferenceError`, so ``except InferenceError`` still catches a budget stop; never
+    retryable.
 
     Args:
         dimension: the budget's dimension (``"tokens"`` or ``"cost"``).
-        limit: the dimension's limit.
-        usage: what the dimension would reach (consumed + reserved + requested).
+        limit: the budget that was passed.
+        usage: what was used (or would have been committed), in the budget's unit.
     """
 
     dimension: str | None = None
@@ -266,9 +270,10 @@ class BudgetExceeded(RobotLabError):
         dimension: str | None = None,
         limit: float | None = None,
         usage: float | None = None,
+        model: str | None = None,
         **where: Unpack[Where],
     ) -> None:
-        super().__init__(*args, **where)
+        super().__init__(*args, model=model, **where)
         self.dimension = dimension
         self.limit = limit
         self.usage = usage
@@ -317,7 +322,7 @@ def retryable_classes() -> list[type[RobotLabError]]:
 
 def is_retryable(error: BaseException | None) -> bool:
     """Whether trying the failed operation again may succeed (Ruby ``Errors.retryable?``)."""
-    if error is None or isinstance(error, ToolLoopError):
+    if error is None or isinstance(error, ToolLoopError | BudgetExceeded):
         return False
     if isinstance(error, MCPError | ToolError):
         return error.retryable is True

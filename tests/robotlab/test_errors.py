@@ -10,6 +10,7 @@ def test_tree() -> None:
     assert issubclass(errors.RobotLabError, Exception)
     assert issubclass(errors.DependencyError, errors.ConfigurationError)
     assert issubclass(errors.ToolLoopError, errors.InferenceError)
+    assert issubclass(errors.BudgetExceeded, errors.InferenceError)  # a budget stop (issue 16)
     for name in ("ConfigurationError", "InferenceError", "ToolNotFoundError", "MCPError", "BusError",
                  "ToolError", "BudgetExceeded", "AwaitTimeout", "DelegationTimeout"):
         assert issubclass(getattr(errors, name), errors.RobotLabError)
@@ -20,6 +21,7 @@ def test_tree() -> None:
     [
         (None, False),
         (errors.ToolLoopError("x"), False),
+        (errors.BudgetExceeded("x"), False),
         (errors.InferenceError("x"), True),
         (errors.MCPError("x"), False),
         (errors.MCPError("x", retryable=True), True),
