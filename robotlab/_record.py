@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from enum import Enum
 from typing import Any, ClassVar, Self
@@ -97,13 +96,14 @@ class Record:
 
     def _dict_of(self, keys: tuple[str, ...]) -> dict[str, Any]:
         """The dict form restricted to ``keys`` (in their order), spread and compacted as the class says."""
-        data = dict(zip(keys, _getter(keys)(self), strict=True))
+        data = {key: getattr(self, key) for key in keys}
         for key, value in data.items():
             if type(value) not in _PLAIN:
                 data[key] = _encode(value)
-        for key in self._omit_zero:
-            if key in data and not (data[key] or 0) > 0:
-                data[key] = None
+        if self._omit_zero:
+            for key in self._omit_zero & data.keys():
+                if not (data[key] or 0) > 0:
+                    data[key] = None
         if self._spread is not None:
             data.update(getattr(self, self._spread))
         return compact(data) if self._compact else data
@@ -143,16 +143,6 @@ class Record:
 
 
 _ARGUMENTS: dict[type, tuple[str, ...]] = {}
-_GETTERS: dict[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] = {}
-
-
-def _getter(keys: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """A cached ``attrgetter`` of ``keys`` that always returns a tuple."""
-    getter = _GETTERS.get(keys)
-    if getter is None:
-        many = operator.attrgetter(*keys)
-        getter = _GETTERS[keys] = many if len(keys) > 1 else (lambda record: (many(record),))
-    return getter
 
 
 def _arguments(cls: type[Record]) -> tuple[str, ...]:
