@@ -146,7 +146,8 @@ class _Run:
                 if limit is not None and self.tool_call_count > limit:
                     error = ToolLoopError(
                         f"Circuit breaker triggered: {self.tool_call_count} tool calls exceeded "
-                        f"max_tool_rounds ({limit})"
+                        f"max_tool_rounds ({limit})",
+                        robot_name=request.robot_name, limit=limit, usage=self.tool_call_count, model=request.model,
                     )
                     messages.extend(
                         {"role": "tool", "tool_call_id": pending.id, "name": pending.name, "content": f"Error: {error}"}

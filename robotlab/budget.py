@@ -80,7 +80,7 @@ class Ledger:
             total = self._consumed[key] + self._reserved[key] + amount
             if total > limit:
                 message = f"budget exceeded for {key}: {format_number(total)} > {format_number(limit)}"
-                raise BudgetExceeded(message, limit=limit, usage=total)
+                raise BudgetExceeded(message, dimension=key, limit=limit, usage=total)
             self._reserved[key] += amount
 
     def reconcile(self, key: str, reserved_amount: Any, actual_amount: Any) -> None:
@@ -157,14 +157,14 @@ class Budget:
             if used > self.token_budget:
                 raise BudgetExceeded(
                     f"Token budget exceeded: {int(used)} tokens used, budget is {int(self.token_budget)}",
-                    robot_name=self.robot_name, limit=self.token_budget, usage=used,
+                    robot_name=self.robot_name, dimension="tokens", limit=self.token_budget, usage=used,
                 )
         if self.cost_budget is not None and self.ledger is not None:
             cost = self.ledger.consumed["cost"] + run_cost
             if cost > self.cost_budget:
                 raise BudgetExceeded(
                     f"Cost budget exceeded: ${cost:.6f} used, budget is ${self.cost_budget:.6f}",
-                    robot_name=self.robot_name, limit=self.cost_budget, usage=cost,
+                    robot_name=self.robot_name, dimension="cost", limit=self.cost_budget, usage=cost,
                 )
 
     def reserve(self) -> dict[str, float]:

@@ -101,7 +101,7 @@ class Mailbox:
     # -- sending -------------------------------------------------------------------------
     def _require_bus(self) -> MessageBus:
         if self.bus is None:
-            raise BusError(f"No bus configured on robot '{self._owner.name}'")
+            raise BusError(f"No bus configured on robot '{self._owner.name}'", robot_name=self._owner.name)
         return self.bus
 
     def _new_message(self, content: str | dict[str, Any], in_reply_to: str | None) -> RobotMessage:
@@ -231,7 +231,8 @@ class Mailbox:
                 await call_handler(handler, message)
         except Exception as exc:
             delivery._nack_if_pending()
-            raise BusError(f"Error handling bus message on robot '{self._owner.name}': {exc}") from exc
+            raise BusError(f"Error handling bus message on robot '{self._owner.name}': {exc}",
+                           robot_name=self._owner.name, channel=delivery.channel) from exc
 
     def _correlate_reply(self, reply: RobotMessage) -> None:
         with self._lock:

@@ -399,6 +399,9 @@ def test_sending_without_a_bus_raises() -> None:
     with pytest.raises(BusError, match="^No bus configured on robot 'loner'$"):
         loner.send_reply(to="bob", content="hi", in_reply_to="bob:1")
     assert loner.outbox == {} and loner.bus is None and loner.mailbox.poller is None
+    with pytest.raises(BusError) as info:
+        loner.send_message(to="bob", content="hi")
+    assert info.value.robot_name == "loner"
 
 
 def test_send_message_records_the_outbox_with_a_per_robot_counter(bus: MessageBus) -> None:

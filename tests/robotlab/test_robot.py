@@ -220,6 +220,14 @@ def test_max_tool_rounds_counts_tool_calls_and_keeps_history_valid() -> None:
     assert calls == answered
 
 
+def test_the_circuit_breaker_error_carries_its_context() -> None:
+    robot = build(name="looper", model="fake/m", llm=FakeLLM([tool_calls("get_time", "get_time")]),
+                  local_tools=[get_time], max_tool_rounds=1)
+    with pytest.raises(ToolLoopError) as info:
+        robot.run("loop")
+    assert (info.value.robot_name, info.value.limit, info.value.usage, info.value.model) == ("looper", 1, 2, "fake/m")
+
+
 def test_doom_loop_warning_is_appended_and_never_raises() -> None:
     llm = FakeLLM([tool_call("get_time"), tool_call("get_time"), tool_call("get_time"), text("done")])
     robot = build(llm=llm, local_tools=[get_time])
@@ -251,15 +259,17 @@ def test_a_budget_stop_is_budget_exceeded_with_its_context() -> None:
     robot = build(name="frugal", llm=FakeLLM([text("a", usage=(70, 50))]), token_budget=100)
     with pytest.raises(BudgetExceeded, match=r"^Token budget exceeded: 120 tokens used, budget is 100$") as info:
         robot.run("x")
-    assert (info.value.robot_name, info.value.limit, info.value.usage) == ("frugal", 100, 120)
+    assert (info.value.robot_name, info.value.dimension, info.value.limit, info.value.usage) == ("frugal", "tokens",
+                                                                                                 100, 120)
     assert isinstance(info.value, InferenceError)  # what callers caught before
     costly = build(name="costly", llm=FakeLLM([text("a", cost=0.02)]), cost_budget=0.01)
     with pytest.raises(BudgetExceeded, match=r"^Cost budget exceeded") as info:
         costly.run("x")
-    assert (info.value.robot_name, info.value.limit, info.value.usage) == ("costly", 0.01, 0.02)
+    assert (info.value.robot_name, info.value.dimension, info.value.limit, info.value.usage) == ("costly", "cost",
+                                                                                                 0.01, 0.02)
     with pytest.raises(BudgetExceeded, match="^budget exceeded for cost: ") as info:
         costly.run("again")  # the ledger refuses the reservation
-    assert info.value.robot_name == "costly" and info.value.limit == 0.01
+    assert (info.value.robot_name, info.value.dimension, info.value.limit) == ("costly", "cost", 0.01)
 
 
 def test_building_a_robot_leaves_the_global_tool_registry_alone() -> None:
