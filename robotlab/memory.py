@@ -38,11 +38,11 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol, TypeVar, overload
 from urllib.parse import urlsplit, urlunsplit
 
-from .document_store import DocumentStore
 from .errors import AwaitTimeout, ConfigurationError
 from .messages import Message, _compact, _dumps, _iso8601
 from .messages import coerce_message as _message
 from .result import RobotResult
+from .text.document_store import DocumentStore
 
 __all__ = [
     "RESERVED_KEYS",

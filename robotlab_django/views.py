@@ -65,7 +65,7 @@ def default_robot() -> str | None:
 
 def uses_demo_model() -> bool:
     """Whether app-built robots use the offline demo model (the page says so)."""
-    from robotlab.demo import DemoLLM
+    from robotlab.testing import DemoLLM
 
     try:
         factory = app_settings.llm_factory()

@@ -69,7 +69,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STATIC_URL = "/static/"
 ROBOTLAB = {
     "EXECUTOR": "sync",
-    "LLM": os.environ.get("ROBOTLAB_TEST_LLM", "robotlab.demo.DemoLLM"),  # benchmarks/streaming.py paces it
+    "LLM": os.environ.get("ROBOTLAB_TEST_LLM", "robotlab.testing.DemoLLM"),  # benchmarks/streaming.py paces it
     # the hung-Redis fault test gives up on a send sooner than the 5 s default
     "STREAM_PUBLISH_TIMEOUT": float(os.environ.get("ROBOTLAB_TEST_PUBLISH_TIMEOUT", "5")),
 }
