@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# The public names and the module each one loads from are the one table ``_EXPORTS`` below; ``__all__`` is
+# made from it. The imports in this block say the same for type checkers and IDEs, which cannot read the
+# table, and tests/robotlab/test_public_api.py fails when the two differ (it prints the block to paste).
 if TYPE_CHECKING:
     from ._loop import ToolCall
     from .agent_skill import AgentSkill, AgentSkillCatalog
