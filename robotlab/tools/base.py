@@ -24,11 +24,21 @@ from .schema import clean_schema, docstring_parts, format_validation_error, sign
 if TYPE_CHECKING:
     from ..robot import Robot
 
-__all__ = ["Handler", "Tool"]
+__all__ = ["Handler", "Tool", "call_in_thread_or_await"]
 
 logger = logging.getLogger("robotlab")
 
 Handler = Callable[..., Any]
+
+
+async def call_in_thread_or_await(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn``: awaited when it is ``async``, else in a worker thread (an awaitable it returns is awaited)."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args, **kwargs)
+    result = await asyncio.to_thread(fn, *args, **kwargs)
+    if inspect.isawaitable(result):
+        return await result
+    return result
 
 
 class Tool:
@@ -139,12 +149,7 @@ class Tool:
         return dict(arguments)
 
     async def _invoke(self, kwargs: dict[str, Any]) -> Any:
-        if inspect.iscoroutinefunction(self.execute):
-            return await self.execute(**kwargs)
-        result = await asyncio.to_thread(self.execute, **kwargs)
-        if inspect.isawaitable(result):
-            return await result
-        return result
+        return await call_in_thread_or_await(self.execute, **kwargs)
 
     def error_text(self, error: BaseException) -> str:
         """The text returned to the model when the tool fails."""
@@ -248,9 +253,4 @@ class _CreatedTool(Tool):
     async def _invoke(self, kwargs: dict[str, Any]) -> Any:
         if self._handler is None:
             raise ToolError("tool has no handler")
-        if inspect.iscoroutinefunction(self._handler):
-            return await self._handler(kwargs)
-        result = await asyncio.to_thread(self._handler, kwargs)
-        if inspect.isawaitable(result):
-            return await result
-        return result
+        return await call_in_thread_or_await(self._handler, kwargs)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, overload
 
-from .base import Tool
+from .base import Tool, call_in_thread_or_await
 from .schema import docstring_parts, signature_model
 
 if TYPE_CHECKING:
@@ -35,12 +33,7 @@ class FunctionTool(Tool):
         self._arguments_model = signature_model(fn, self.name, descriptions)  # type: ignore[misc]
 
     async def _invoke(self, kwargs: dict[str, Any]) -> Any:
-        if inspect.iscoroutinefunction(self.fn):
-            return await self.fn(**kwargs)
-        result = await asyncio.to_thread(self.fn, **kwargs)
-        if inspect.isawaitable(result):
-            return await result
-        return result
+        return await call_in_thread_or_await(self.fn, **kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the wrapped function directly, as if it were not a tool."""
