@@ -1,4 +1,4 @@
-"""TF and TF-IDF primitives shared by :mod:`~robotlab.text.convergence`, :mod:`~robotlab.history` and MCP discovery.
+"""TF and TF-IDF primitives shared by convergence, history search and compression, and MCP discovery.
 
 RobotLab (Ruby) builds these on the ``classifier`` gem. This module ports the parts it uses:
 
