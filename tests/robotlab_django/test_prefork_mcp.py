@@ -37,11 +37,11 @@ import json, django
 django.setup()
 import tests.robotlab_django.fork_celery
 from django.db import transaction
-from robotlab_django import services, tasks
+from robotlab_django import executor, services, tasks
 
 with transaction.atomic():
     row = services.start_run(services.get_thread("prefork-mcp"), "clock", "What time is it?")
-    task_id = tasks.enqueue(row, queue={queue!r})
+    task_id = executor.enqueue(row, queue={queue!r})
 outcome = tasks.run_robot.AsyncResult(task_id).get(timeout={wait})
 row.refresh_from_db()
 print(json.dumps({{"status": row.status, "reply": row.reply, "error": row.error, "task": outcome["status"]}}))
