@@ -110,6 +110,8 @@ class _Protocol(H11Protocol):
     """uvicorn's h11 protocol (an HTTP/1.0 client gets a close-delimited body), counting connections."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        # No Nagle delay between the head and the body (asyncio skips it: the socket's proto is 0, not TCP).
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         super().connection_made(transport)
         cast(_State, self.server_state).on_connection()
 
