@@ -659,3 +659,49 @@ def test_server_process_reports_a_port_already_in_use() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(RuntimeError, match="failed to start: OSError"):
             FakeLLMServerProcess(port=port).start()
+
+
+# ------------------------------------------------------------------------------------- lifecycle
+
+
+def test_close_connections_drops_idle_keep_alive_ones(server: FakeLLMServer) -> None:
+    server.default = reply("ok")
+    payload = json.dumps({"model": "m", "messages": []}).encode()
+    request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%b" % (len(payload), payload)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(request)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+
+        server.close_connections()
+
+        assert sock.recv(65536) == b""  # the idle keep-alive connection was dropped
+    assert raw(server, "GET", "/v1/models")[0] == 200  # still listening
+    assert server.connection_count == 2
+
+
+def test_a_scripted_cut_logs_no_server_error(server: FakeLLMServer, caplog: pytest.LogCaptureFixture) -> None:
+    server.script(cut_stream(2, reply("one two three")), cut_stream(0, reply("never")))
+
+    with pytest.raises(MidStreamFallbackError):
+        list(litellm.completion(**ask(server, stream=True, max_retries=0)))
+    with pytest.raises(litellm.InternalServerError):
+        litellm.completion(**ask(server, max_retries=0))
+
+    assert [r for r in caplog.records if r.levelno >= 40] == []
+
+
+def test_stop_is_prompt_with_a_stream_in_flight() -> None:
+    fake = FakeLLMServer(tokens(100, tokens_per_second=10)).start()  # ten seconds of stream
+    conn = http.client.HTTPConnection("127.0.0.1", fake.port, timeout=5)
+    conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": [], "stream": True}))
+    response = conn.getresponse()
+    assert response.read1(65536).startswith(b"data: ")
+
+    started = time.perf_counter()
+    fake.stop()
+    stopped = time.perf_counter() - started
+
+    assert stopped < 1.0
+    with pytest.raises(http.client.IncompleteRead):
+        response.read()  # the stream was dropped, not finished
+    conn.close()
