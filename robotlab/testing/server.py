@@ -21,45 +21,26 @@ import contextlib
 import json
 import logging
 import multiprocessing
-import socket
 import threading
 from collections import deque
-from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.context import SpawnProcess
-from typing import Any, Self, cast
+from typing import Any, Self
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
-from uvicorn.server import ServerState
 
 from . import script
 from .script import *  # noqa: F403 (the script's names are importable from here)
 from .script import Responder, Step, ToolCall, as_step, error_body
-from .wire import MODELS, Plan, embeddings, fake_embedding, render
+from .serving import BackgroundServer
+from .wire import MODELS, Answer, Plan, embeddings, fake_embedding, render
 
 __all__ = ["FakeLLMServer", "FakeLLMServerProcess", "fake_embedding", *script.__all__]
 
 logger = logging.getLogger(__name__)
-_STOPPING = "robotlab fake server stopping"
-
-
-class _Hangup(Exception):
-    """Raised once a response has started, so that uvicorn drops the connection mid-body (a scripted cut)."""
-
-
-class _QuietHangups(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, _Hangup) and not (isinstance(exc, asyncio.CancelledError) and _STOPPING in exc.args)
-
-
-_QUIET = _QuietHangups()
 
 
 def _json(body: bytes, status: int = 200) -> Response:
@@ -70,90 +51,8 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     return _json(error_body(404, f"Unknown route: {request.method} {request.url.path}", "not_found"), 404)
 
 
-class _Answer:
-    """The ASGI answer of a :class:`~robotlab.testing.wire.Plan`, paced or cut short as scripted."""
-
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        plan, body = self.plan, "http.response.body"
-        await send({"type": "http.response.start", "status": plan.status, "headers": plan.headers})
-        if plan.events is None:  # JSON; a cut one sends half of it
-            cut = plan.cut_after is not None
-            await send({"type": body, "body": plan.body[: len(plan.body) // 2 if cut else None], "more_body": cut})
-        else:
-            cut = plan.cut_after is not None and plan.cut_after < len(plan.events)
-            events = plan.events[: plan.cut_after] if cut else plan.events
-            if plan.interval:  # the role delta and the first piece at once, then a piece every interval
-                loop = asyncio.get_running_loop()
-                start = loop.time()
-                for i, event in enumerate(events):
-                    await asyncio.sleep(start + (min(i, plan.paced) - 1) * plan.interval - loop.time())
-                    await send({"type": body, "body": event, "more_body": True})
-            else:  # the first two events alone (time to first token), the rest in batches
-                for batch in [*events[:2], *(b"".join(events[i : i + 32]) for i in range(2, len(events), 32))]:
-                    await send({"type": body, "body": batch, "more_body": True})
-            if not cut or plan.graceful:
-                await send({"type": body, "body": b""})
-        if cut and not plan.graceful:
-            raise _Hangup
-
-
-class _State(ServerState):
-    def __init__(self, on_connection: Callable[[], None]) -> None:
-        super().__init__()
-        self.on_connection = on_connection
-
-
-class _Protocol(H11Protocol):
-    """uvicorn's h11 protocol (an HTTP/1.0 client gets a close-delimited body), counting connections."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        # No Nagle delay between the head and the body (asyncio skips it: the socket's proto is 0, not TCP).
-        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        super().connection_made(transport)
-        cast(_State, self.server_state).on_connection()
-
-
-class _Uvicorn(uvicorn.Server):
-    """uvicorn in a thread, stopped at once on an event (its own main loop polls ``should_exit`` every 0.1 s)."""
-
-    def __init__(self, app: Starlette, sock: socket.socket, on_connection: Callable[[], None]) -> None:
-        super().__init__(uvicorn.Config(
-            app, http=_Protocol, ws="none", lifespan="off", log_config=None, log_level="warning", access_log=False,
-            proxy_headers=False, server_header=False, date_header=False, timeout_keep_alive=3600))
-        self.server_state = _State(on_connection)
-        self.sock, self.ready, self.exit = sock, threading.Event(), asyncio.Event()
-        self.loop: asyncio.AbstractEventLoop | None = None
-
-    def run_in_thread(self) -> None:
-        try:
-            self.run(sockets=[self.sock])
-        finally:
-            self.sock.close()
-            self.ready.set()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        self.loop = asyncio.get_running_loop()
-        await super().startup(sockets)
-        self.ready.set()
-
-    async def main_loop(self) -> None:
-        await self.exit.wait()
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in self.servers:
-            server.close()
-        await self.drop_connections()
-
-    async def drop_connections(self) -> None:
-        for connection in list(self.server_state.connections):
-            connection.transport.abort()
-        tasks = list(self.server_state.tasks)
-        for task in tasks:
-            task.cancel(_STOPPING)
-        await asyncio.gather(*tasks, return_exceptions=True)
+async def _models(request: Request) -> Response:
+    return _json(MODELS)
 
 
 class _Address:
@@ -221,44 +120,31 @@ class FakeLLMServer(_Address):
         self.responder = responder
         self.connection_count = 0
         """How many TCP connections were accepted (to check keep-alive reuse)."""
-        self._uvicorn: _Uvicorn | None = None
-        self._thread: threading.Thread | None = None
+        self._server: BackgroundServer | None = None
         endpoints = [("chat/completions", self._chat, "POST"), ("embeddings", self._embeddings, "POST"),
-                     ("models", lambda request: _json(MODELS), "GET")]
+                     ("models", _models, "GET")]
         routes = [Route(f"{prefix}/{path}{slash}", endpoint, methods=[method]) for path, endpoint, method in endpoints
                   for prefix in ("/v1", "") for slash in ("", "/")]
         self._app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_found})
 
     def start(self, timeout: float = 30.0) -> Self:
         """Start serving (idempotent) once it listens and return ``self``; ``OSError`` if the port is taken."""
-        if self._thread is not None:
-            return self
-        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
-        sock = socket.create_server((self._host, self._requested_port), family=family)
-        port = sock.getsockname()[1]
-        self._uvicorn = server = _Uvicorn(self._app, sock, self._count_connection)
-        logging.getLogger("uvicorn.error").addFilter(_QUIET)
-        self._thread = threading.Thread(target=server.run_in_thread, name="robotlab-fake-llm-server", daemon=True)
-        self._thread.start()
-        if not server.ready.wait(timeout) or not server.started:
-            self.stop()
-            raise RuntimeError(f"FakeLLMServer did not start on {self._host}:{port} within {timeout:g} s")
-        self._port = port
+        if self._server is None:
+            server = BackgroundServer(self._app, self._count_connection)
+            self._port = server.start_thread(self._host, self._requested_port, timeout)
+            self._server = server
         return self
 
     def stop(self) -> None:
         """Stop serving and close every connection (idempotent). The server can be started again."""
-        if self._uvicorn is not None and self._uvicorn.loop is not None:
-            with contextlib.suppress(RuntimeError):  # its loop is closed already
-                self._uvicorn.loop.call_soon_threadsafe(self._uvicorn.exit.set)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._uvicorn = self._thread = self._port = None
+        if self._server is not None:
+            self._server.stop_thread()
+        self._server = self._port = None
 
     def close_connections(self) -> None:
         """Drop every open connection now (idle keep-alive ones too); the server keeps listening."""
-        if self._uvicorn is not None and self._uvicorn.loop is not None:
-            asyncio.run_coroutine_threadsafe(self._uvicorn.drop_connections(), self._uvicorn.loop).result(timeout=5)
+        if self._server is not None:
+            self._server.drop_connections_now()
 
     def _count_connection(self) -> None:
         self.connection_count += 1
@@ -317,7 +203,7 @@ class FakeLLMServer(_Address):
             self._requests.clear()
             self._embedding_requests.clear()
 
-    async def _chat(self, request: Request) -> Response | _Answer:
+    async def _chat(self, request: Request) -> Response | Answer:
         try:
             body = json.loads(await request.body())
         except ValueError as exc:
@@ -340,7 +226,7 @@ class FakeLLMServer(_Address):
             plan = render(step, body) if step else Plan.json(500, error_body(500, "fake server script exhausted"))
         if self.latency + plan.delay > 0:
             await asyncio.sleep(self.latency + plan.delay)
-        return _Answer(plan)
+        return Answer(plan)
 
     async def _embeddings(self, request: Request) -> Response:
         try:

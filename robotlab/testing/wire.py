@@ -7,6 +7,7 @@ content or tool-call deltas, a chunk with the ``finish_reason``, a ``choices: []
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import itertools
@@ -19,7 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.types import Receive, Scope, Send
+
 from .script import CutStream, Fault, Reply, SlowFirstByte, Step, ToolCall, ToolCalls, split, word_pieces
+from .serving import Hangup
 
 _response_ids = itertools.count(1)
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -50,6 +54,37 @@ class Plan:
         """A JSON answer, ``headers`` added."""
         extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
         return cls(status, [*JSON_HEADERS, (b"content-length", b"%d" % len(body)), *extra], body)
+
+
+class Answer:
+    """The ASGI answer of a :class:`Plan`, paced or cut short as scripted."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Send the plan (the fake server awaited its delay); a cut raises :class:`~.serving.Hangup`."""
+        plan, body = self.plan, "http.response.body"
+        await send({"type": "http.response.start", "status": plan.status, "headers": plan.headers})
+        if plan.events is None:  # JSON; a cut one sends half of it
+            cut = plan.cut_after is not None
+            await send({"type": body, "body": plan.body[: len(plan.body) // 2 if cut else None], "more_body": cut})
+        else:
+            cut = plan.cut_after is not None and plan.cut_after < len(plan.events)
+            events = plan.events[: plan.cut_after] if cut else plan.events
+            if plan.interval:  # the role delta and the first piece at once, then a piece every interval
+                loop = asyncio.get_running_loop()
+                start = loop.time()
+                for i, event in enumerate(events):
+                    await asyncio.sleep(start + (min(i, plan.paced) - 1) * plan.interval - loop.time())
+                    await send({"type": body, "body": event, "more_body": True})
+            else:  # the first two events alone (time to first token), the rest in batches
+                for batch in [*events[:2], *(b"".join(events[i : i + 32]) for i in range(2, len(events), 32))]:
+                    await send({"type": body, "body": batch, "more_body": True})
+            if not cut or plan.graceful:
+                await send({"type": body, "body": b""})
+        if cut and not plan.graceful:
+            raise Hangup
 
 
 def render(step: Step, body: Mapping[str, Any]) -> Plan:

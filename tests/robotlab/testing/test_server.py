@@ -666,15 +666,15 @@ def test_server_process_reports_a_port_already_in_use() -> None:
 
 def test_close_connections_drops_idle_keep_alive_ones(server: FakeLLMServer) -> None:
     server.default = reply("ok")
-    payload = json.dumps({"model": "m", "messages": []}).encode()
-    request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%b" % (len(payload), payload)
-    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
-        sock.sendall(request)
-        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": []}))
+    assert conn.getresponse().read()
+    assert conn.sock is not None  # kept alive
 
-        server.close_connections()
+    server.close_connections()
 
-        assert sock.recv(65536) == b""  # the idle keep-alive connection was dropped
+    assert conn.sock.recv(1) == b""  # the idle keep-alive connection was dropped
+    conn.close()
     assert raw(server, "GET", "/v1/models")[0] == 200  # still listening
     assert server.connection_count == 2
 
