@@ -701,7 +701,7 @@ def test_stop_is_prompt_with_a_stream_in_flight() -> None:
     fake.stop()
     stopped = time.perf_counter() - started
 
-    assert stopped < 1.0
+    assert stopped < 2.0  # uvicorn's own stop polls every 0.1 s and waits for the stream to end
     with pytest.raises(http.client.IncompleteRead):
         response.read()  # the stream was dropped, not finished
     conn.close()
