@@ -145,11 +145,11 @@ def _setup(clients: int, tag: str) -> list[tuple[int, str]]:
 def _enqueue(thread_pks: list[int], queue: str) -> None:
     from django.db import transaction
 
-    from robotlab_django import services, tasks
+    from robotlab_django import executor, services
 
     with transaction.atomic():
         for pk in thread_pks:
-            tasks.enqueue(services.start_run(pk, "echo", "Go"), queue=queue)
+            executor.enqueue(services.start_run(pk, "echo", "Go"), queue=queue)
 
 
 def _url(port: int, thread_pk: int, after: int | None = None) -> str:

@@ -1,7 +1,7 @@
 """Checkpoints: every completed LLM call and tool call of a run is a step row, replayed on re-execution.
 
 A run executed again after its worker was lost (a killed pool child, a lost node: see
-:mod:`robotlab_django.tasks`) starts the robot from the beginning. Without checkpoints it would send
+:mod:`robotlab_django.claims`) starts the robot from the beginning. Without checkpoints it would send
 every LLM request of the earlier attempt again (billed twice) and run its tools again (side effects
 twice). With them (``ROBOTLAB["CHECKPOINT_STEPS"]``, on by default) :func:`attach` gives the robot
 

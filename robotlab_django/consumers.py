@@ -19,7 +19,7 @@ Client to server::
     {"type": "resume", "after": <cursor>}   # or ?after=<cursor> on the URL: replay, then live
     {"type": "message", "text": "..."}      # the owner only: queue a run of the thread's robot
 
-The ``cursor`` is the ``RunEvent`` primary key (see :mod:`robotlab_django.streaming`). The consumer
+The ``cursor`` is the ``RunEvent`` primary key (see :mod:`robotlab_django.event_stream`). The consumer
 joins the group before it replays, and drops live events it already sent, so nothing falls in
 between; a client should still drop events whose per-run ``seq`` it has seen.
 
@@ -42,8 +42,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.db.models import Max
 
+from .access import default_robot, visible_thread
+from .broadcast import MESSAGE_TYPE, register_consumer_loop, thread_group
 from .conf import app_settings
-from .streaming import MESSAGE_TYPE, register_consumer_loop, thread_group
 
 __all__ = ["CLOSE_FORBIDDEN", "MAX_FRAME_BYTES", "REPLAY_BATCH", "ThreadConsumer", "visible_thread"]
 
@@ -53,29 +54,6 @@ CLOSE_FORBIDDEN = 4403
 MAX_FRAME_BYTES = 64 * 1024
 #: Stored events sent per replay frame.
 REPLAY_BATCH = 500
-
-
-def visible_thread(thread_id: int, user: Any, session: Any = None) -> tuple[Any, bool]:
-    """The thread ``thread_id`` if ``user`` may see it, and whether they own it; ``(None, False)`` if not.
-
-    The owner and staff see a thread; an anonymous visitor sees an ownerless thread its session
-    created when the chat needs no login (``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED = False``).
-    """
-    from django.conf import settings
-
-    thread = app_settings.thread_model().objects.filter(pk=thread_id).first()
-    if thread is None:
-        return None, False
-    if getattr(user, "is_authenticated", False):
-        if thread.user_id == user.pk:
-            return thread, True
-        return (thread, False) if user.is_staff else (None, False)
-    if getattr(settings, "ROBOTLAB_CHAT_LOGIN_REQUIRED", True) or thread.user_id is not None:
-        return None, False
-    from .views import SESSION_KEY
-
-    mine = session is not None and thread.pk in (session.get(SESSION_KEY) or [])
-    return (thread, True) if mine else (None, False)
 
 
 def _stored_after(thread_id: int, after: int, limit: int) -> list[tuple[Any, dict[str, Any]]]:
@@ -98,7 +76,6 @@ def _stored_between(thread_id: int, result_id: Any, after: int, through: int) ->
 def _queue_run(thread_id: int, user: Any, session: Any, text: str) -> dict[str, Any]:
     from . import executor, services
     from .registry import UnknownRobotError
-    from .views import default_robot
 
     thread, owner = visible_thread(thread_id, user, session)  # checked again: the session may have changed
     if thread is None or not owner:

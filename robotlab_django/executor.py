@@ -1,27 +1,35 @@
-"""Executing queued runs in this process (``ROBOTLAB["EXECUTOR"]``), for development without a broker.
+"""Dispatching queued runs (``ROBOTLAB["EXECUTOR"]``): the one module that hands runs to be executed.
 
 * ``"thread"`` (the default): once the current transaction commits, the run executes in a
   background thread of this process, which closes its database connections when done.
 * ``"sync"``: the run executes at once, in the caller's thread (tests, scripts).
 * ``"celery"``: once the transaction commits, :func:`robotlab_django.tasks.run_robot` is sent to
-  a Celery worker (see :mod:`robotlab_django.tasks`).
+  a Celery worker (:func:`enqueue`; see :mod:`robotlab_django.tasks`).
 
 Only the row's primary key crosses to the executor, never model instances or secrets, so a
-queue-based executor can take the same calls.
+queue-based executor can take the same calls. Re-running a thread's last message
+(:func:`rerun_last_user_message`) and re-queueing stuck runs (:func:`requeue_stuck`) dispatch here too.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections, connections, transaction
+from django.dispatch import receiver
 
+from . import network_turns
+from .claims import release_stuck
 from .conf import app_settings
+from .records import get_thread, start_run
+from .runner import deliver, execute_run
 
-__all__ = ["EXECUTORS", "dispatch", "join"]
+__all__ = ["EXECUTORS", "NothingToRerunError", "dispatch", "enqueue", "join", "requeue_stuck",
+           "rerun_last_user_message"]
 
 logger = logging.getLogger("robotlab_django")
 
@@ -32,12 +40,29 @@ _threads: set[threading.Thread] = set()
 _threads_lock = threading.Lock()
 
 
-def _execute_in_background(pk: Any) -> None:
-    from .services import execute_run
+class NothingToRerunError(ValueError):
+    """The thread has no user message to run again."""
 
+
+def _execute_here(pk: Any) -> None:
+    """Execute the row ``pk`` in this process: a distributed network turn's rows as a job would."""
+    if network_turns.distributed_networks():
+        deliver(pk)
+    else:
+        execute_run(pk, raise_errors=False)
+
+
+@receiver(network_turns.task_rows_queued)
+def _dispatch_task_rows(sender: Any = None, pks: Any = (), **kwargs: Any) -> None:
+    """Dispatch the task rows a distributed network turn just queued (its tasks whose dependencies are done)."""
+    for pk in pks:
+        dispatch(pk)
+
+
+def _execute_in_background(pk: Any) -> None:
     close_old_connections()
     try:
-        execute_run(pk, raise_errors=False)
+        _execute_here(pk)
     except Exception:  # the row may be gone, or the database down; never kill the process
         logger.exception("robotlab: background run %s failed", pk)
     finally:
@@ -53,6 +78,31 @@ def _start_thread(pk: Any) -> None:
     worker.start()
 
 
+def _send(result_id: Any, task_id: str, queue: str) -> None:
+    from .tasks import run_robot
+
+    run_robot.apply_async(args=(result_id,), task_id=task_id, queue=queue)
+
+
+def enqueue(result: Any, *, queue: str | None = None) -> str:
+    """Send ``result`` (a row or its primary key) to the Celery task once the transaction commits.
+
+    The row's ``task_id`` is set now. ``queue`` defaults to ``ROBOTLAB["TASK_QUEUE"]`` (``"default"``:
+    start workers with ``-Q default`` or set ``CELERY_TASK_DEFAULT_QUEUE = "default"``).
+
+    Returns:
+        The Celery task id.
+    """
+    pk = getattr(result, "pk", result)
+    task_id = uuid.uuid4().hex
+    app_settings.result_model().objects.filter(pk=pk).update(task_id=task_id)
+    if hasattr(result, "task_id"):
+        result.task_id = task_id
+    chosen = queue or str(app_settings.TASK_QUEUE)
+    transaction.on_commit(lambda: _send(pk, task_id, chosen), robust=True)
+    return task_id
+
+
 def dispatch(result: Any, *, queue: str | None = None) -> None:
     """Execute the queued ``result`` (a row or its primary key) with the configured executor.
 
@@ -64,14 +114,10 @@ def dispatch(result: Any, *, queue: str | None = None) -> None:
     pk = getattr(result, "pk", result)
     mode = app_settings.EXECUTOR
     if mode == "sync":
-        from .services import execute_run
-
-        execute_run(pk, raise_errors=False)
+        _execute_here(pk)
     elif mode == "thread":
         transaction.on_commit(lambda: _start_thread(pk), robust=True)
     elif mode == "celery":
-        from .tasks import enqueue
-
         enqueue(result, queue=queue)
     else:
         raise ImproperlyConfigured(f"ROBOTLAB['EXECUTOR'] is {mode!r}; choose one of: {', '.join(EXECUTORS)}.")
@@ -84,3 +130,43 @@ def join(timeout: float | None = None) -> bool:
     for worker in pending:
         worker.join(timeout)
     return not any(worker.is_alive() for worker in pending)
+
+
+def requeue_stuck(*, lease: float | None = None, dry_run: bool = False) -> tuple[list[Any], list[Any]]:
+    """Re-queue or fail the runs whose worker looks lost.
+
+    A run is stuck when it has been ``running`` for more than ``lease`` seconds (default
+    ``ROBOTLAB["RUN_LEASE"]``), or ``queued``/``retrying`` untouched that long (its enqueue was lost:
+    the broker was down at commit). A stuck run with attempts left is set ``retrying`` and
+    dispatched again; one without is marked failed (:func:`robotlab_django.claims.release_stuck`).
+
+    Returns:
+        The primary keys re-queued and the primary keys failed.
+    """
+    requeued, failed = release_stuck(lease=lease, dry_run=dry_run)
+    if not dry_run:
+        for pk in requeued:
+            dispatch(pk)
+        for row in app_settings.result_model().objects.filter(pk__in=failed, parent__isnull=False):
+            network_turns.settle_exhausted(row)  # a network task out of attempts fails its turn
+    return requeued, failed
+
+
+def rerun_last_user_message(thread: Any) -> Any:
+    """Queue the thread's last user message again, for the same robot, and dispatch it.
+
+    Returns:
+        The new result row (already finished with the ``sync`` executor).
+
+    Raises:
+        NothingToRerunError: the thread has no run with a user message.
+        UnknownRobotError: that robot is no longer registered (nothing is written).
+    """
+    thread = get_thread(thread, create=False)
+    last = (app_settings.result_model().objects.filter(thread_id=thread.pk, delegated_by="").exclude(input="")
+            .order_by("-sequence_number").only("robot_name", "input").first())
+    if last is None:
+        raise NothingToRerunError(f"Thread {thread.session_id} has no user message to re-run.")
+    row = start_run(thread, last.robot_name, last.input)
+    dispatch(row)
+    return row

@@ -2,25 +2,26 @@
 
 A thread's ``robot_name`` may name a network (:func:`robotlab_django.registry.register_network`).
 Posting a message queues one :class:`~robotlab_django.models.RobotResult` row for it, exactly as for a
-robot (:func:`robotlab_django.services.start_run`); the executor's :func:`~robotlab_django.services.execute_run`
-sees the network name and calls :func:`execute_network_run`, which
+robot (:func:`robotlab_django.records.start_run`), and the run executes through the same
+:func:`robotlab_django.runner.aexecute` as a robot's: :func:`robotlab_django.runnables.prepare` gives it a
+:class:`NetworkTurn`, which
 
-1. builds a fresh network from its factory (``llm=`` from ``ROBOTLAB["LLM"]`` when set; each robot gets
-   ``DEFAULT_MODEL``/``MAX_TOOL_ROUNDS`` like an app-built robot) and restores the thread's history into
-   every robot, so a specialist sees the conversation so far;
+1. is built from a fresh network (:func:`robotlab_django.runnables.build_network`: ``llm=`` from
+   ``ROBOTLAB["LLM"]`` when set; each robot gets ``DEFAULT_MODEL``/``MAX_TOOL_ROUNDS`` like an app-built
+   robot) with the thread's history restored into every robot, so a specialist sees the conversation so far;
 2. runs it with ``network.arun(message, on_event=..., run_id=row.run_id)``: one event stream for the
-   turn, stored and sent like a robot's (:mod:`robotlab_django.streaming`): ``run.started``, then for
+   turn, stored and sent like a robot's (:mod:`robotlab_django.event_stream`): ``run.started``, then for
    each robot that runs ``step.started`` (``task``, ``robot``), its ``text.delta``, ``tool_call.*`` and
    ``usage.updated`` events (tagged with ``task`` and ``robot``), ``step.completed`` (``reply``) or
    ``step.failed`` (``error``, ``error_type``), and last ``run.completed`` (``reply``, ``tasks``) or
    ``run.failed``, then ``stream.ended``. A robot's own ``run.*`` events are left out (its ``step.*``
    events stand for them), so a page that follows the run sees one run;
-3. stores the turn: the network's row gets the final reply and the chat messages ``[user, assistant]``
-   (the thread's history), and every robot that ran gets a row of its own, delegated by the network
-   (``delegated_by`` = the network's name, ``run_id`` = ``<the network row's run_id>.<n>``), with its
-   reply, messages, tokens, cost and error. Usage lives on those rows only, so sums over a thread count
-   every token once; :func:`step_rows` finds them. Rows delegated by a network are left out of the
-   history and of the chat page's turns.
+3. gives the turn's :class:`~robotlab_django.records.Outcome`: the network's row gets the final reply and
+   the chat messages ``[user, assistant]`` (the thread's history), and every robot that ran gets a row of
+   its own, delegated by the network (``delegated_by`` = the network's name, ``run_id`` = ``<the network
+   row's run_id>.<n>``), with its reply, messages, tokens, cost and error. Usage lives on those rows
+   only, so sums over a thread count every token once; :func:`step_rows` finds them. Rows delegated by a
+   network are left out of the history and of the chat page's turns.
 
 The turn fails (the row is ``failed``) when the network raises, or when the robot whose reply ends the
 network failed; a robot failing elsewhere only marks its own row.
@@ -29,13 +30,10 @@ network failed; a robot failing elsewhere only marks its own row.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.db import transaction
 from django.utils import timezone
 
 from robotlab.network import Network
@@ -52,48 +50,15 @@ from robotlab.streaming import (
 )
 from robotlab.task import FlowResult
 
-from . import services, streaming
 from .abstract_models import Status
 from .conf import app_settings
-from .history import load_history
-from .registry import RegisteredNetwork, registry
+from .records import Outcome, current_worker, outcome_fields, reply_text
 
-__all__ = [
-    "NetworkTurn",
-    "aexecute_network_run",
-    "build_network",
-    "execute_network_run",
-    "step_rows",
-]
+__all__ = ["NetworkTurn", "step_rows"]
 
 logger = logging.getLogger("robotlab_django")
 
-_COST_QUANTUM = Decimal("0.00000001")
 _ROBOT_LIFECYCLE = (RUN_STARTED, RUN_COMPLETED, RUN_FAILED)
-
-
-def build_network(network: str | RegisteredNetwork, *, llm: Any = None, **options: Any) -> Network:
-    """A fresh network from the registry, with the app's settings applied to its robots.
-
-    Args:
-        network: A registered network name, or its entry.
-        llm: Passed to the factory as ``llm=``; defaults to the app's (``ROBOTLAB["LLM"]``, else a
-            litellm client when ``API_BASE``/``REQUEST_TIMEOUT``/``LLM_MAX_RETRIES`` is set, else none).
-        options: More keyword arguments for the factory.
-
-    Raises:
-        UnknownNetworkError: no network has that name.
-        TypeError: the factory returned something else than a :class:`robotlab.Network`.
-    """
-    entry = registry.get_network(network) if isinstance(network, str) else network
-    llm = services._app_llm() if llm is None else llm
-    if llm is not None:
-        options["llm"] = llm
-    built: Network = entry.build(**options)
-    for task in built.tasks.values():
-        if isinstance(task.robot, Robot):
-            services._apply_defaults(task.robot)
-    return built
 
 
 def step_rows(row: Any) -> Any:
@@ -109,15 +74,12 @@ class NetworkTurn:
     Args:
         network: The network, freshly built for this run.
         history: The thread's chat history, restored into every robot of the network.
+        message: The turn's message (``None`` continues without one).
     """
 
-    #: The network's own row holds no chat messages or usage while it runs (its robots' rows do).
-    messages: list[dict[str, Any]] = []
-    total_input_tokens = 0
-    total_output_tokens = 0
-
-    def __init__(self, network: Network, history: list[dict[str, Any]]) -> None:
+    def __init__(self, network: Network, history: list[dict[str, Any]], message: Any = None) -> None:
         self.network = network
+        self.message = message
         self.history_length = len(history)
         for task in network.tasks.values():
             if isinstance(task.robot, Robot):
@@ -172,108 +134,44 @@ class NetworkTurn:
             on_event(event)
         return flow
 
-    def starter(self, row: Any) -> Callable[[Callable[[Event], Any]], Any]:
-        """The coroutine of ``row``'s run, given the event callback (for :func:`.streaming.stream_run`)."""
-        return lambda on_event: self.arun(row.input or None, run_id=row.run_id, on_event=on_event)
+    def partial(self) -> dict[str, Any]:
+        """What the network's row stores when the turn raised: no messages or usage (its robots' rows hold them)."""
+        return {"messages": [], "input_tokens": 0, "output_tokens": 0}
 
-
-def _reply(value: Any) -> str:
-    reply = value.reply if isinstance(value, RobotResult) else value
-    return services._text(reply)
-
-
-def _cost(result: RobotResult) -> Decimal:
-    return Decimal(repr(float(result.cost or 0))).quantize(_COST_QUANTUM)
-
-
-def _usage_fields(result: RobotResult) -> dict[str, Any]:
-    export = result.export()
-    return {"output_data": export.get("output", []), "tool_calls_data": export.get("tool_calls", []),
-            "stop_reason": result.stop_reason or "", "checksum": result.checksum, "model": result.model or ""}
-
-
-def _prepare(row: Any, llm: Any, options: Mapping[str, Any]) -> NetworkTurn:
-    network = build_network(row.robot_name, llm=llm, **dict(options))
-    return NetworkTurn(network, load_history(row.thread_id, before=row.sequence_number))
-
-
-def _store(row: Any, turn: NetworkTurn, flow: FlowResult, started: float) -> None:
-    """Store a row per robot that ran, then the network's row (completed, or failed by its last robot)."""
-    thread = app_settings.thread_model().objects.get(pk=row.thread_id)
-    ran = [(name, value) for name, value in flow.context.items() if isinstance(value, RobotResult)]
-    now = timezone.now()
-    with transaction.atomic():
-        for index, (name, result) in enumerate(ran, 1):
-            robot = turn.robot(name)
-            failure = turn.failures.get(name)
-            messages = robot.messages[turn.history_length:] if isinstance(robot, Robot) else []
-            services.append_result(
-                thread, robot_name=name, delegated_by=row.robot_name, run_id=f"{row.run_id}.{index}",
-                task_id=row.task_id, input=turn.inputs.get(name, ""), attempts=1, started_at=row.started_at,
-                finished_at=now, status=Status.FAILED if failure else Status.COMPLETED,
-                reply="" if failure else _reply(result), messages=messages, input_tokens=result.input_tokens,
-                output_tokens=result.output_tokens, cost=_cost(result), duration=result.duration,
-                error=failure[0] if failure else "", error_type=failure[1] if failure else "",
-                **_usage_fields(result))
-        failure = turn.final_failure(flow)
-        fields: dict[str, Any] = {"duration": time.monotonic() - started, "input_tokens": 0, "output_tokens": 0,
-                                  "cost": Decimal(0), "delegated_by": ""}
-        if isinstance(flow.value, RobotResult):
-            fields.update(_usage_fields(flow.value))
+    def completed(self, row: Any, flow: FlowResult, elapsed: float) -> Outcome:
+        """The turn's outcome: a delegated row per robot that ran, and the network's row (completed, or failed
+        by the robot whose reply ends the network)."""
+        ran = [(name, value) for name, value in flow.context.items() if isinstance(value, RobotResult)]
+        delegated = [self._robot_row(row, index, name, result) for index, (name, result) in enumerate(ran, 1)]
+        value = flow.value
+        reply = reply_text(value.reply if isinstance(value, RobotResult) else value)
+        user = [{"role": "user", "content": row.input}] if row.input else []
+        messages = [*user, {"role": "assistant", "content": reply}]
+        fields: dict[str, Any] = {"status": Status.COMPLETED, "reply": reply, "messages": messages, "error": "",
+                                  "error_type": ""}
+        if isinstance(value, RobotResult):
+            fields = outcome_fields(value, messages=messages)
+        fields.update(duration=elapsed, input_tokens=0, output_tokens=0, cost=Decimal(0), delegated_by="")
+        failure = self.final_failure(flow)
         if failure is not None:
             fields.update(status=Status.FAILED, error=failure[0] or failure[1], error_type=failure[1], messages=[])
+            fields.pop("reply", None)
             logger.warning("robotlab: network %r failed on thread %s: %s: %s", row.robot_name, row.thread_id,
                            failure[1], failure[0])
-        else:
-            reply = _reply(flow.value)
-            user = [{"role": "user", "content": row.input}] if row.input else []
-            fields.update(status=Status.COMPLETED, reply=reply, error="", error_type="",
-                          messages=[*user, {"role": "assistant", "content": reply}])
-        services._save(row, fields)
+        return Outcome(fields, delegated)
 
-
-def execute_network_run(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = None,
-                        on_event: Callable[[Any], Any] | None = None, raise_errors: bool = True) -> Any:
-    """Run the claimed (``running``) ``row`` of a network and store the turn (see the module docs).
-
-    :func:`robotlab_django.services.execute_run` calls it once it claimed a network's row.
-
-    Returns:
-        The row, ``completed`` or ``failed``.
-
-    Raises:
-        RunFailedError: the turn failed (the row is stored as ``failed``); not with ``raise_errors=False``.
-    """
-    started = time.monotonic()
-    turn = None
-    try:
-        turn = _prepare(row, llm, options or {})
-        flow = streaming.stream_run(row.thread_id, row.pk, turn.starter(row), on_event=on_event)
-    except Exception as exc:
-        services._finish_failed(row, exc, turn, 0, started)
-        if raise_errors:
-            raise services.RunFailedError(row) from exc
-        return row
-    _store(row, turn, flow, started)
-    if raise_errors and row.status == Status.FAILED:
-        raise services.RunFailedError(row)
-    return row
-
-
-async def aexecute_network_run(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = None,
-                               on_event: Callable[[Any], Any] | None = None, raise_errors: bool = True) -> Any:
-    """The async :func:`execute_network_run`: database work in a thread, the network on the event loop."""
-    started = time.monotonic()
-    turn = None
-    try:
-        turn = await sync_to_async(_prepare)(row, llm, options or {})
-        flow = await streaming.astream_run(row.thread_id, row.pk, turn.starter(row), on_event=on_event)
-    except Exception as exc:
-        await sync_to_async(services._finish_failed)(row, exc, turn, 0, started)
-        if raise_errors:
-            raise services.RunFailedError(row) from exc
-        return row
-    await sync_to_async(_store)(row, turn, flow, started)
-    if raise_errors and row.status == Status.FAILED:
-        raise services.RunFailedError(row)
-    return row
+    def _robot_row(self, row: Any, index: int, name: str, result: RobotResult) -> dict[str, Any]:
+        """The columns of the delegated row of robot ``name``, the ``index``-th that ran in the turn ``row``."""
+        robot = self.robot(name)
+        failure = self.failures.get(name)
+        messages = robot.messages[self.history_length:] if isinstance(robot, Robot) else []
+        columns = outcome_fields(result, messages=messages)
+        task = next((t for t, spec in self.network.tasks.items() if getattr(spec.robot, "name", None) == name), "")
+        worker, pid = current_worker()
+        columns.update(robot_name=name, delegated_by=row.robot_name, run_id=f"{row.run_id}.{index}",
+                       task_id=row.task_id, input=self.inputs.get(name, ""), attempts=1, started_at=row.started_at,
+                       finished_at=timezone.now(), task_name=task, parent_id=row.pk, worker=worker,
+                       worker_pid=pid)
+        if failure is not None:
+            columns.update(status=Status.FAILED, reply="", error=failure[0], error_type=failure[1])
+        return columns

@@ -388,7 +388,7 @@ class RobotRegistry:
         return self.get(name).build(**options)
 
     def build_network(self, name: str, **options: Any) -> Any:
-        """Build a fresh network ``name`` (no app settings applied; see ``networks.build_network``)."""
+        """Build a fresh network ``name`` (no app settings applied; see ``runnables.build_network``)."""
         return self.get_network(name).build(**options)
 
     def __contains__(self, name: object) -> bool:

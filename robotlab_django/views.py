@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.db.models import Max, Min
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
@@ -26,6 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from . import executor, services
 from .abstract_models import Status
+from .access import SESSION_KEY, default_robot, login_required
 from .conf import app_settings
 from .registry import UnknownRobotError, registry
 
@@ -43,35 +43,9 @@ __all__ = [
     "uses_demo_model",
 ]
 
-#: The session key listing the threads an anonymous visitor created (when login is not required).
-SESSION_KEY = "robotlab_threads"
-
-
-def login_required() -> bool:
-    """Whether the chat pages need a login (``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED``, default True)."""
-    return bool(getattr(settings, "ROBOTLAB_CHAT_LOGIN_REQUIRED", True))
-
-
-def default_robot() -> str | None:
-    """A new thread's robot: ``settings.ROBOTLAB_CHAT_ROBOT``, else ``chat`` if registered, else the first."""
-    configured = getattr(settings, "ROBOTLAB_CHAT_ROBOT", None)
-    if configured:
-        return str(configured)
-    names = registry.names()
-    if "chat" in names:
-        return "chat"
-    return names[0] if names else None
-
-
 def uses_demo_model() -> bool:
     """Whether app-built robots use the offline demo model (the page says so)."""
-    from robotlab.demo import DemoLLM
-
-    try:
-        factory = app_settings.llm_factory()
-    except ImportError:
-        return False
-    return factory is DemoLLM or bool(getattr(factory, "is_demo_model", False))
+    return app_settings.uses_demo_llm()
 
 
 def _is_authenticated(request: HttpRequest) -> bool:

@@ -22,8 +22,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from ..errors import MCPError
-from .connections import Connection, ConnectionManager, ConnectionPoller, connect_error, get_manager
+from .connections import ConnectionManager, get_manager
+from .failures import connect_error
+from .poller import ConnectionPoller
 from .server_config import ServerConfig
+from .session import Connection
 
 __all__ = ["MCPClient", "content_text"]
 

@@ -319,13 +319,13 @@ def worker_kill(mode: str, processes: Processes) -> dict[str, Any]:
     from django.db import transaction
 
     import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
-    from robotlab_django import services, tasks
+    from robotlab_django import executor, services
 
     user, _session = _setup()
     queue = f"robotlab-faults-{uuid.uuid4().hex[:8]}"
     with transaction.atomic():
         victim = services.start_run(services.get_thread(None, user=user), "echo", "Go")
-        tasks.enqueue(victim, queue=queue)
+        executor.enqueue(victim, queue=queue)
     worker = processes.worker(queue)
     wait_for(lambda: str(_row(victim.pk).status) == "running" and _saved_deltas(victim.pk) >= 2,
              "the run to be running with text deltas saved")
@@ -343,7 +343,7 @@ def worker_kill(mode: str, processes: Processes) -> dict[str, Any]:
     wait_for(lambda: _finished(victim.pk), "the killed run to finish on redelivery", timeout=2 * WAIT)
     with transaction.atomic():
         clean = services.start_run(services.get_thread(None, user=user), "echo", "Go")
-        tasks.enqueue(clean, queue=queue)
+        executor.enqueue(clean, queue=queue)
     wait_for(lambda: _finished(clean.pk), "the clean run to finish")
     return {"killed": killed, "deltas_at_kill": deltas_at_kill, "run": _facts(victim.pk),
             "clean": _facts(clean.pk)}
@@ -393,7 +393,7 @@ def step_kill(processes: Processes, server: Any) -> dict[str, Any]:
     """Kill the pool child while the run streams its second LLM call; count what was sent and run again."""
     import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
     from robotlab.testing.server import call, tokens, tool_calls
-    from robotlab_django import services, tasks
+    from robotlab_django import executor, services
     from robotlab_django.models import RunStep
 
     arrivals: list[float] = []
@@ -408,7 +408,7 @@ def step_kill(processes: Processes, server: Any) -> dict[str, Any]:
     user, _session = _setup()
     queue = f"robotlab-faults-{uuid.uuid4().hex[:8]}"
     row = services.start_run(services.get_thread(None, user=user), "notary", "Note milk")
-    tasks.enqueue(row, queue=queue)  # autocommit: sent at once
+    executor.enqueue(row, queue=queue)  # autocommit: sent at once
     worker = processes.worker(queue)
     wait_for(lambda: str(_row(row.pk).status) == "running" and _notes() and _saved_deltas(row.pk) >= 2,
              "the tool to have run and the answer to be streaming")
@@ -446,13 +446,13 @@ def _streams_attempt(pk: int, attempt: int) -> bool:
 def poison_run(processes: Processes) -> dict[str, Any]:
     """Kill the pool child on every attempt of a run: it must end failed, not loop."""
     import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
-    from robotlab_django import services, tasks
+    from robotlab_django import executor, services
     from robotlab_django.conf import app_settings
 
     user, _session = _setup()
     queue = f"robotlab-faults-{uuid.uuid4().hex[:8]}"
     row = services.start_run(services.get_thread(None, user=user), "echo", "Go")
-    tasks.enqueue(row, queue=queue)  # autocommit: sent at once
+    executor.enqueue(row, queue=queue)  # autocommit: sent at once
     worker = processes.worker(queue)
     limit = int(app_settings.TASK_MAX_ATTEMPTS)
     for attempt in range(1, limit + 1):
@@ -513,7 +513,7 @@ def redis_outage(processes: Processes, redis_port: int, *, hang: bool = False) -
     """Kill the layer's Redis mid-stream and start it again on the same port, or (``hang``) stop and
     continue it; the client resynchronises."""
     import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
-    from robotlab_django import services, tasks
+    from robotlab_django import executor, services
 
     user, session = _setup()
     port = free_port()
@@ -546,7 +546,7 @@ def redis_outage(processes: Processes, redis_port: int, *, hang: bool = False) -
         async with aiohttp.ClientSession() as http:
             follow = asyncio.ensure_future(client.follow(http, row.run_id))
             await asyncio.to_thread(wait_for, lambda: client.connects, "the client's first connection")
-            await asyncio.to_thread(tasks.enqueue, row, queue=queue)  # autocommit: sent at once
+            await asyncio.to_thread(executor.enqueue, row, queue=queue)  # autocommit: sent at once
             await asyncio.to_thread(break_redis)
             await follow
 

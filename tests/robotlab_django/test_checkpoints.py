@@ -1,7 +1,7 @@
 """Checkpointed steps: a run executed again replays its completed LLM and tool calls from the database.
 
 A first execution is cut short the way a lost worker leaves it (the model fails at a later step, and
-the row is set ``retrying`` as :func:`robotlab_django.tasks.execute` does for a retry), then run
+the row is set ``retrying`` as :func:`robotlab_django.runner.deliver` does for a retry), then run
 again. The tests use ``transaction=True``: steps are stored on their own connection, and a run
 inside a transaction is not checkpointed.
 """

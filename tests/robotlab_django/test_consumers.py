@@ -20,9 +20,10 @@ from robotlab.streaming import Event
 from robotlab.testing import FakeLLM, text
 from robotlab_django import services
 from robotlab_django.asgi import get_robotlab_asgi_application
+from robotlab_django.broadcast import MESSAGE_TYPE, thread_group
 from robotlab_django.consumers import CLOSE_FORBIDDEN, MAX_FRAME_BYTES
+from robotlab_django.event_stream import persist_events
 from robotlab_django.models import RobotResult, RunEvent
-from robotlab_django.streaming import MESSAGE_TYPE, persist_events, thread_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 APP = get_robotlab_asgi_application()
@@ -255,7 +256,7 @@ async def test_a_message_from_the_owner_queues_a_run_that_streams(close_connecti
 
 
 def _anonymous_session(thread_pk: int) -> str:
-    from robotlab_django.views import SESSION_KEY
+    from robotlab_django.access import SESSION_KEY
 
     client = Client()
     session = client.session

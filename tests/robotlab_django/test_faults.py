@@ -25,7 +25,7 @@ from celery.signals import task_failure
 from django.utils import timezone
 
 from robotlab.testing import text
-from robotlab_django import services, tasks
+from robotlab_django import runner, services, tasks
 from robotlab_django.models import RobotResult, Status
 from tests.robotlab_django.faults import ANSWER_TOKENS, REDIS_URL, ROOT, database_env, reachable
 
@@ -64,18 +64,18 @@ def test_only_a_retry_or_a_redelivery_past_the_lease_takes_over_a_running_run(sc
     llm = scripted_llm(text("again"), text("once more"))
     row = services.start_run("s-lost", "echo", "Hi")
     RobotResult.objects.filter(pk=row.pk).update(status=Status.RUNNING, attempts=1, started_at=timezone.now())
-    assert tasks.execute(row.pk)["skipped"] is True  # a duplicate while it may still be running
-    assert tasks.execute(row.pk, redelivered=True)["skipped"] is True  # redelivered within the lease
-    assert tasks.execute(row.pk, retried=True, redelivered=True)["skipped"] is True  # a retry's duplicate
+    assert runner.deliver(row.pk)["skipped"] is True  # a duplicate while it may still be running
+    assert runner.deliver(row.pk, redelivered=True)["skipped"] is True  # redelivered within the lease
+    assert runner.deliver(row.pk, retried=True, redelivered=True)["skipped"] is True  # a retry's duplicate
     assert llm.requests == []
-    outcome = tasks.execute(row.pk, retried=True)  # the worker saw the child die and sent a retry
+    outcome = runner.deliver(row.pk, retried=True)  # the worker saw the child die and sent a retry
     assert (outcome["status"], outcome["attempts"], outcome["skipped"]) == ("completed", 2, False)
-    assert tasks.execute(row.pk, retried=True)["skipped"] is True  # a finished run is never run again
+    assert runner.deliver(row.pk, retried=True)["skipped"] is True  # a finished run is never run again
 
     other = services.start_run("s-lost", "echo", "Hi")
     long_ago = timezone.now() - timedelta(seconds=1000)  # past RUN_LEASE (900 s)
     RobotResult.objects.filter(pk=other.pk).update(status=Status.RUNNING, attempts=1, started_at=long_ago)
-    assert tasks.execute(other.pk, redelivered=True)["status"] == "completed"
+    assert runner.deliver(other.pk, redelivered=True)["status"] == "completed"
     assert RobotResult.objects.get(pk=other.pk).reply == "once more" and len(llm.requests) == 2
 
 

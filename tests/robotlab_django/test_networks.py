@@ -18,11 +18,12 @@ from django.test import Client
 from django.urls import include, path, reverse
 
 from robotlab.testing import FakeLLM, raise_, text
-from robotlab_django import services, tasks
-from robotlab_django.history import load_history
+from robotlab_django import runner, services
+from robotlab_django.chat_history import load_history
 from robotlab_django.models import RobotResult, RunEvent, Status, Thread
-from robotlab_django.networks import build_network, step_rows
+from robotlab_django.networks import step_rows
 from robotlab_django.registry import UnknownRobotError, registry
+from robotlab_django.runnables import build_network
 
 pytestmark = pytest.mark.django_db
 
@@ -153,8 +154,8 @@ def test_build_network_applies_the_app_settings(settings: Any) -> None:
 def test_the_celery_task_runs_a_network_turn_once(scripted_llm: Script) -> None:
     scripted_llm(text("billing"), text("Done."))
     row = services.start_run("s1", "helpdesk", "Refund please")
-    assert tasks.execute(row.pk)["status"] == Status.COMPLETED
-    assert tasks.execute(row.pk)["skipped"] is True  # a second delivery does nothing
+    assert runner.deliver(row.pk)["status"] == Status.COMPLETED
+    assert runner.deliver(row.pk)["skipped"] is True  # a second delivery does nothing
     assert RobotResult.objects.filter(thread_id=row.thread_id).count() == 3
 
 
@@ -240,7 +241,7 @@ def test_registry_holds_the_test_network() -> None:
 
 def test_deltas_of_different_tasks_are_not_merged() -> None:
     from robotlab.streaming import Event
-    from robotlab_django.streaming import Coalescer
+    from robotlab_django.event_stream import Coalescer
 
     buffer = Coalescer(interval=60)
     pieces = [("billing", "Re"), ("billing", "fund"), ("technical", "Re"), ("technical", "start"), ("billing", "ed")]

@@ -130,7 +130,7 @@ def test_requeue_stuck_requeues_lost_runs_and_fails_exhausted_ones(scripted_llm:
     fresh = _stuck(Status.RUNNING, 1, minutes=1)
     never_sent = _stuck(Status.QUEUED, 0)
     settings.ROBOTLAB = {**settings.ROBOTLAB, "RUN_LEASE": 600}
-    requeued, failed = tasks.requeue_stuck()
+    requeued, failed = executor.requeue_stuck()
     assert (requeued, failed) == ([lost.pk, never_sent.pk], [exhausted.pk])
     rows = {row.pk: row for row in RobotResult.objects.all()}
     assert rows[lost.pk].status == Status.COMPLETED and rows[lost.pk].attempts == 2  # sync executor ran it

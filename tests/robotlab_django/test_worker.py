@@ -26,9 +26,9 @@ django.setup()
 import tests.robotlab_django.celery_app  # a project imports its Celery app in its __init__.py
 from asgiref.sync import async_to_sync
 from django.db import transaction
-from robotlab_django import services, tasks
+from robotlab_django import executor, services, tasks
 from robotlab_django.models import RobotResult
-from robotlab_django.streaming import get_layer, thread_group
+from robotlab_django.broadcast import get_layer, thread_group
 
 queue = {queue!r}
 layer = get_layer()
@@ -37,7 +37,7 @@ channel = async_to_sync(layer.new_channel)()
 async_to_sync(layer.group_add)(thread_group(thread.pk), channel)
 with transaction.atomic():
     row = services.start_run(thread, "echo", "Hello worker")
-    task_id = tasks.enqueue(row, queue=queue)
+    task_id = executor.enqueue(row, queue=queue)
 first = tasks.run_robot.AsyncResult(task_id).get(timeout=60)
 duplicate = tasks.run_robot.apply_async(args=(row.pk,), queue=queue).get(timeout=60)
 

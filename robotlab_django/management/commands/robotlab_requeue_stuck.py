@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...tasks import requeue_stuck
+from ...executor import requeue_stuck
 
 
 class Command(BaseCommand):

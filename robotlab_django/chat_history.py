@@ -4,7 +4,7 @@ Every completed :class:`~robotlab_django.models.RobotResult` stores the chat mes
 appended (the user turn, assistant replies, tool calls and tool results, in OpenAI format), so
 a thread's history is those lists concatenated in ``sequence_number`` order. Failed and
 unfinished runs are left out, and so are the rows of a network's robots (``delegated_by`` set):
-the network's own row holds the turn. :func:`robotlab_django.services.restore_robot` puts the history
+the network's own row holds the turn. :func:`robotlab_django.runnables.restore_robot` puts the history
 into a fresh robot.
 """
 

@@ -12,16 +12,10 @@ from django.db import connections
 
 from robotlab.streaming import Event
 from robotlab.testing import FakeLLM, text
-from robotlab_django import services, streaming
+from robotlab_django import event_stream, services
+from robotlab_django.broadcast import MESSAGE_TYPE, SWEEP_DELAY, thread_group
+from robotlab_django.event_stream import FLUSH_DELTAS, Coalescer, persist_events
 from robotlab_django.models import RunEvent
-from robotlab_django.streaming import (
-    FLUSH_DELTAS,
-    MESSAGE_TYPE,
-    SWEEP_DELAY,
-    Coalescer,
-    persist_events,
-    thread_group,
-)
 from tests.robotlab_django.faults import reachable
 
 LONG = " ".join(f"word{i}" for i in range(200))
@@ -156,7 +150,7 @@ def test_a_worker_run_on_redis_ends_with_a_sweep_too() -> None:
         channel = await layer.new_channel()
         await layer.group_add(thread_group(thread.pk), channel)
         robot = services.build_robot("echo", llm=FakeLLM([text("swept on redis")]))
-        await asyncio.to_thread(streaming.stream_run, thread.pk, row.pk,
+        await asyncio.to_thread(event_stream.stream_run, thread.pk, row.pk,
                                 lambda on_event: robot.arun("talk", on_event=on_event), layer=layer)
         messages = await _until_sweep(layer, channel)
         await layer.flush()
@@ -211,7 +205,7 @@ class _BrokenLayer:
 def test_a_batch_whose_store_hits_a_locked_database_is_stored_on_a_retry(monkeypatch: Any, caplog: Any) -> None:
     from django.db import OperationalError
 
-    real, failures = streaming.persist_events, iter([OperationalError("database is locked")])
+    real, failures = event_stream.persist_events, iter([OperationalError("database is locked")])
 
     def locked_once(*args: Any) -> Any:
         error = next(failures, None)
@@ -219,8 +213,8 @@ def test_a_batch_whose_store_hits_a_locked_database_is_stored_on_a_retry(monkeyp
             raise error
         return real(*args)
 
-    monkeypatch.setattr(streaming, "persist_events", locked_once)
-    monkeypatch.setattr(streaming, "STORE_BACKOFF", 0.0)
+    monkeypatch.setattr(event_stream, "persist_events", locked_once)
+    monkeypatch.setattr(event_stream, "STORE_BACKOFF", 0.0)
     row = services.run_robot("s1", "echo", "talk", llm=FakeLLM([text(LONG)]))
     stored = RunEvent.objects.filter(result=row).order_by("pk")
     assert "".join(event.data["text"] for event in stored if event.kind == "text.delta") == row.reply == LONG
@@ -239,8 +233,8 @@ def test_a_store_that_keeps_failing_still_sends_the_batch_and_says_so(monkeypatc
     thread = services.get_thread("s-locked")
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)(thread_group(thread.pk), channel)
-    monkeypatch.setattr(streaming, "persist_events", locked)
-    monkeypatch.setattr(streaming, "STORE_BACKOFF", 0.0)
+    monkeypatch.setattr(event_stream, "persist_events", locked)
+    monkeypatch.setattr(event_stream, "STORE_BACKOFF", 0.0)
     row = services.run_robot(thread, "echo", "talk", llm=FakeLLM([text("live only")]))
     events = [event for message in async_to_sync(_drain)(layer, channel) for event in message["events"]]
     assert "".join(event["text"] for event in events if event["kind"] == "text.delta") == row.reply == "live only"
@@ -250,7 +244,7 @@ def test_a_store_that_keeps_failing_still_sends_the_batch_and_says_so(monkeypatc
 
 @pytest.mark.django_db
 def test_a_broken_layer_does_not_fail_the_run(monkeypatch: Any) -> None:
-    monkeypatch.setattr("robotlab_django.streaming.get_layer", _BrokenLayer)
+    monkeypatch.setattr("robotlab_django.event_stream.get_layer", _BrokenLayer)
     row = services.run_robot("s1", "echo", "hi", llm=FakeLLM([text("still fine")]))
     assert row.reply == "still fine" and RunEvent.objects.filter(result=row).exists()
 
@@ -279,7 +273,7 @@ def test_a_hung_layer_costs_each_flush_the_publish_timeout_and_the_sends_are_can
     thread = services.get_thread("s-hung")
     row = services.start_run(thread, "echo", "hi")
     robot = services.build_robot("echo", llm=FakeLLM([text("stored anyway")]))
-    result = streaming.stream_run(thread.pk, row.pk, lambda on_event: robot.arun("hi", on_event=on_event),
+    result = event_stream.stream_run(thread.pk, row.pk, lambda on_event: robot.arun("hi", on_event=on_event),
                                   layer=layer)
     assert result.reply == "stored anyway"
     assert "".join(event.data.get("text", "") for event in RunEvent.objects.filter(result=row)) == "stored anyway"

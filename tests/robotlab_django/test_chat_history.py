@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from robotlab_django.history import load_history
+from robotlab_django.chat_history import load_history
 from robotlab_django.models import RobotResult, Status, Thread
 
 pytestmark = pytest.mark.django_db

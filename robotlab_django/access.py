@@ -1,0 +1,55 @@
+"""Who may see a thread, and which robot a new thread runs: the rules the chat pages and the websocket share.
+
+Every chat page and the thread websocket need a logged-in user unless
+``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED`` is ``False``; then an anonymous visitor owns the ownerless
+threads its session created (their primary keys are listed under :data:`SESSION_KEY`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from .conf import app_settings
+from .registry import registry
+
+__all__ = ["SESSION_KEY", "default_robot", "login_required", "visible_thread"]
+
+#: The session key listing the threads an anonymous visitor created (when login is not required).
+SESSION_KEY = "robotlab_threads"
+
+
+def login_required() -> bool:
+    """Whether the chat pages need a login (``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED``, default True)."""
+    return bool(getattr(settings, "ROBOTLAB_CHAT_LOGIN_REQUIRED", True))
+
+
+def default_robot() -> str | None:
+    """A new thread's robot: ``settings.ROBOTLAB_CHAT_ROBOT``, else ``chat`` if registered, else the first."""
+    configured = getattr(settings, "ROBOTLAB_CHAT_ROBOT", None)
+    if configured:
+        return str(configured)
+    names = registry.names()
+    if "chat" in names:
+        return "chat"
+    return names[0] if names else None
+
+
+def visible_thread(thread_id: int, user: Any, session: Any = None) -> tuple[Any, bool]:
+    """The thread ``thread_id`` if ``user`` may see it, and whether they own it; ``(None, False)`` if not.
+
+    The owner and staff see a thread; an anonymous visitor sees an ownerless thread its session
+    created when the chat needs no login (``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED = False``).
+    """
+    thread = app_settings.thread_model().objects.filter(pk=thread_id).first()
+    if thread is None:
+        return None, False
+    if getattr(user, "is_authenticated", False):
+        if thread.user_id == user.pk:
+            return thread, True
+        return (thread, False) if user.is_staff else (None, False)
+    if login_required() or thread.user_id is not None:
+        return None, False
+    mine = session is not None and thread.pk in (session.get(SESSION_KEY) or [])
+    return (thread, True) if mine else (None, False)

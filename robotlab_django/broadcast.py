@@ -1,0 +1,133 @@
+"""A thread's live group: its name, the channel layer, and sending a run's batches to it.
+
+Every batch of a run's events (:mod:`robotlab_django.event_stream`) goes to the group
+:func:`thread_group` (``robotlab.thread.<pk>``) as one channel-layer message::
+
+    {"type": "robotlab.events", "thread": <thread pk>, "result": <RobotResult pk>, "prev": <cursor>,
+     "t_emit": <Unix time>, "events": [<event>, ...]}
+
+Publishing is at-most-once: a failed send, or one still pending after
+``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]`` seconds (a hung Redis), is logged and cancelled, never raised.
+``SWEEP_DELAY`` seconds after a run's last batch one more message goes out with no events and the
+run's last cursor as ``prev``: the sweep, which lets a consumer whose copy of the last batch was lost
+read it from the rows (see :class:`~robotlab_django.consumers.ThreadConsumer`).
+
+Sends go out on the loop of the caller (RobotLab's loop for a sync caller, so one connection pool
+serves every flush), except with the in-memory layer: its queues belong to the loop this process's
+websocket consumers run on (:func:`register_consumer_loop`), so its messages are sent there and the
+consumer wakes at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from .conf import app_settings
+
+__all__ = ["MESSAGE_TYPE", "SWEEP_DELAY", "get_layer", "last_cursor", "message", "publish",
+           "register_consumer_loop", "sweep_later", "thread_group"]
+
+logger = logging.getLogger("robotlab_django")
+
+#: The ``type`` of the channel-layer messages (handled by ``ThreadConsumer.robotlab_events``).
+MESSAGE_TYPE = "robotlab.events"
+#: Seconds after a run's last batch that its sweep goes out: a message with no events and the run's
+#: last cursor as ``prev``, so a consumer whose copy of the last batch was lost still gets it.
+SWEEP_DELAY = 1.0
+
+
+def thread_group(thread_id: Any) -> str:
+    """The channel-layer group of a thread's live events: ``robotlab.thread.<pk>``."""
+    return f"robotlab.thread.{thread_id}"
+
+
+def get_layer() -> Any:
+    """The default channel layer, or ``None`` when ``CHANNEL_LAYERS`` configures none."""
+    from channels.layers import get_channel_layer
+
+    return get_channel_layer()
+
+
+def message(thread_id: Any, result_id: Any, prev: int, payload: list[dict[str, Any]],
+            emitted: float) -> dict[str, Any]:
+    """The channel-layer message of one batch (``payload``: the events' wire dicts) of run ``result_id``."""
+    return {"type": MESSAGE_TYPE, "thread": thread_id, "result": result_id, "prev": prev, "t_emit": emitted,
+            "events": payload}
+
+
+def last_cursor(payload: list[dict[str, Any]], prev: int) -> int:
+    """The cursor a consumer has reached after ``payload`` (``prev`` when nothing in it was stored)."""
+    return max([prev, *(event["cursor"] for event in payload if isinstance(event.get("cursor"), int))])
+
+
+_consumer_loop: asyncio.AbstractEventLoop | None = None
+
+
+def register_consumer_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Remember the event loop this process's websocket consumers run on (``ThreadConsumer`` calls it).
+
+    The in-memory layer's queues belong to that loop: a run on another loop (a sync caller's, on
+    RobotLab's loop) publishes on it, so the consumer wakes at once instead of at its loop's next
+    unrelated event.
+    """
+    global _consumer_loop
+    _consumer_loop = loop
+
+
+def _home(layer: Any) -> asyncio.AbstractEventLoop | None:
+    """The loop ``layer``'s sends belong on when it is not the running one: the consumers' loop of an
+    in-memory layer, if registered and running; else ``None`` (the running loop)."""
+    from channels.layers import InMemoryChannelLayer
+
+    loop = _consumer_loop
+    if not isinstance(layer, InMemoryChannelLayer) or loop is None or loop.is_closed() or not loop.is_running():
+        return None
+    return None if loop is asyncio.get_running_loop() else loop
+
+
+def _publish_timeout() -> float:
+    return float(app_settings.STREAM_PUBLISH_TIMEOUT)
+
+
+async def _send(layer: Any, message: dict[str, Any]) -> None:
+    """``group_send`` ``message`` to its thread's group; a failure, or a send still pending after
+    ``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]`` seconds (a hung Redis, then cancelled), is logged, not raised:
+    the layer is at-most-once anyway, and the rows, ``prev`` and the sweep cover the gap."""
+    try:
+        await asyncio.wait_for(layer.group_send(thread_group(message["thread"]), message), _publish_timeout())
+    except Exception:
+        logger.exception("robotlab: could not publish events of thread %s", message["thread"])
+
+
+async def publish(layer: Any, message: dict[str, Any]) -> None:
+    """Send ``message`` to its thread's group now, waiting at most about ``STREAM_PUBLISH_TIMEOUT`` seconds."""
+    home = _home(layer)
+    if home is None:
+        await _send(layer, message)
+        return
+    future = asyncio.run_coroutine_threadsafe(_send(layer, message), home)
+    try:
+        await asyncio.wait_for(asyncio.wrap_future(future), _publish_timeout() + 1.0)
+    except Exception:  # the consumers' loop itself is stuck
+        future.cancel()
+        logger.exception("robotlab: could not publish events of thread %s", message["thread"])
+
+
+_sweeps: set[asyncio.Task[None]] = set()
+
+
+def _start_sweep(layer: Any, message: dict[str, Any]) -> None:
+    task = asyncio.ensure_future(_send(layer, message))
+    _sweeps.add(task)
+    task.add_done_callback(_sweeps.discard)
+
+
+def sweep_later(layer: Any, message: dict[str, Any]) -> None:
+    """Send ``message`` (a run's last ``prev``, no events) ``SWEEP_DELAY`` seconds from now, without waiting."""
+    loop = _home(layer) or asyncio.get_running_loop()
+    try:
+        loop.call_soon_threadsafe(loop.call_later, SWEEP_DELAY, _start_sweep, layer, message)
+    except RuntimeError:  # the loop closed since (the consumers' loop of a finished test, say): no sweep
+        logger.debug("robotlab: no sweep for thread %s: its loop is closed", message["thread"])

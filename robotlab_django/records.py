@@ -1,0 +1,216 @@
+"""The rows of a conversation: finding threads, appending numbered runs, storing what a run produced.
+
+A run is one :class:`~robotlab_django.models.RobotResult` row. :func:`start_run` checks the input (the
+robot or network must exist, the message must fit), creates the thread when needed and appends a
+``queued`` row with the next ``sequence_number``. Numbers are allocated under a row lock on the thread
+(``select_for_update``) and the unique ``(thread, sequence_number)`` constraint backs it up (a clash is
+retried), so concurrent writers get unique, gap-free numbers. :func:`outcome_fields` turns a
+:class:`robotlab.RobotResult` into a row's columns, the one way every finished run (a robot's, a
+network's and each of its robots') is stored; :func:`save_row` writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError, models, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from .abstract_models import Status
+from .conf import app_settings
+from .encoders import RobotLabJSONEncoder
+from .registry import registry
+
+__all__ = ["APPEND_ATTEMPTS", "Outcome", "append_result", "check_message", "current_worker", "get_thread",
+           "outcome_fields",
+           "reply_text", "save_row", "start_run", "store_outcome"]
+
+logger = logging.getLogger("robotlab_django")
+
+#: How many times :func:`append_result` retries after a sequence-number clash.
+APPEND_ATTEMPTS = 5
+
+_COST_QUANTUM = Decimal("0.00000001")
+
+
+def get_thread(thread: Any = None, *, user: Any = None, create: bool = True) -> Any:
+    """The thread meant by ``thread``.
+
+    Args:
+        thread: A thread instance; a primary key (``int``); a session id (``str``), created when
+            missing unless ``create`` is false; or ``None`` for a new thread.
+        user: The owner given to a thread created here.
+        create: Whether a missing session id creates a thread.
+
+    Raises:
+        ValueError: a session id longer than 255 characters.
+        TypeError: an instance of another model than ``THREAD_MODEL``.
+        Thread.DoesNotExist: a missing primary key, or a missing session id with ``create=False``.
+    """
+    model = app_settings.thread_model()
+    if isinstance(thread, model):
+        return thread
+    if isinstance(thread, models.Model):
+        raise TypeError(f"{type(thread).__name__} is not the thread model ({app_settings.THREAD_MODEL}).")
+    owner = user if getattr(user, "is_authenticated", False) else None
+    if thread is None:
+        return model.objects.create(user=owner)
+    if isinstance(thread, int):
+        return model.objects.get(pk=thread)
+    session_id = str(thread)
+    if not session_id or len(session_id) > 255:
+        raise ValueError(f"A session id has 1 to 255 characters, got {len(session_id)}.")
+    if not create:
+        return model.objects.get(session_id=session_id)
+    found, _created = model.objects.get_or_create(session_id=session_id, defaults={"user": owner})
+    return found
+
+
+def append_result(thread: Any, **fields: Any) -> Any:
+    """Insert a result on ``thread`` with the next sequence number and update the thread.
+
+    The thread row is locked (``select_for_update``) while the number is read and the row is
+    inserted; a unique-constraint clash (a database without row locks) is retried
+    :data:`APPEND_ATTEMPTS` times. The user message in ``fields["input"]`` becomes the thread's
+    ``last_user_message`` (and its ``initial_input`` when that is empty).
+
+    Returns:
+        The new result row.
+    """
+    thread_model = type(thread)
+    result_model = app_settings.result_model()
+    text = fields.get("input") or ""
+    for attempt in range(APPEND_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                current = (thread_model.objects.select_for_update().filter(pk=thread.pk)
+                           .values("robot_name", "initial_input").get())
+                last = result_model.objects.filter(thread_id=thread.pk).aggregate(last=Max("sequence_number"))
+                row = result_model.objects.create(thread=thread, sequence_number=(last["last"] or 0) + 1, **fields)
+                now = timezone.now()
+                updates: dict[str, Any] = {"updated_at": now}
+                if text:
+                    updates.update(last_user_message=text, last_user_message_at=now)
+                    if not current["initial_input"]:
+                        updates["initial_input"] = text
+                if not current["robot_name"] and fields.get("robot_name"):
+                    updates["robot_name"] = fields["robot_name"]
+                thread_model.objects.filter(pk=thread.pk).update(**updates)
+                for name, value in updates.items():
+                    setattr(thread, name, value)
+                return row
+        except IntegrityError:
+            if attempt == APPEND_ATTEMPTS - 1:
+                raise
+            logger.info("robotlab: sequence number clash on thread %s, retrying", thread.pk)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def check_message(message: Any) -> str:
+    """``message`` as the text a run stores (``""`` for ``None``).
+
+    Raises:
+        ValueError: it is longer than ``ROBOTLAB["MAX_MESSAGE_LENGTH"]``.
+    """
+    text = "" if message is None else str(message)
+    limit = app_settings.MAX_MESSAGE_LENGTH
+    if limit is not None and len(text) > limit:
+        raise ValueError(f"The message has {len(text)} characters; the limit is {limit} "
+                         "(ROBOTLAB['MAX_MESSAGE_LENGTH']).")
+    return text
+
+
+def start_run(thread: Any, robot: Any, message: Any, *, user: Any = None, task_id: str = "") -> Any:
+    """Append a ``queued`` run of ``robot`` on ``thread`` for ``message``; nothing runs yet.
+
+    Nothing is written when the robot is unknown or the message too long.
+
+    Args:
+        thread: A thread, its primary key, a session id (created when missing) or ``None`` (new).
+        robot: A registered robot or network name, or a robot class or function.
+        message: The user's message (``None`` continues without one).
+        user: The owner of a thread created here.
+        task_id: The id of the background task that will run it, if known.
+
+    Raises:
+        UnknownRobotError: no robot or network has that name.
+        ValueError: the message is longer than ``ROBOTLAB["MAX_MESSAGE_LENGTH"]``.
+    """
+    entry = registry.resolve_runnable(robot)
+    text = check_message(message)
+    with transaction.atomic():
+        found = get_thread(thread, user=user)
+        return append_result(found, robot_name=entry.name, input=text, status=Status.QUEUED, task_id=task_id)
+
+
+def current_worker() -> tuple[str, int]:
+    """Who runs here: the Celery hostname of the task in progress (else this host's name), and this pid."""
+    hostname = None
+    try:
+        from celery import current_task
+
+        hostname = getattr(getattr(current_task, "request", None), "hostname", None)
+    except ImportError:  # pragma: no cover - celery is a dependency of the app
+        pass
+    return str(hostname or socket.gethostname()), os.getpid()
+
+
+def reply_text(value: Any) -> str:
+    """A reply as stored text: strings as they are, structured output as JSON, ``None`` as ``""``."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, cls=RobotLabJSONEncoder, ensure_ascii=False)
+
+
+def outcome_fields(result: Any, *, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The columns of a completed run from its :class:`robotlab.RobotResult` and the chat ``messages`` it appended."""
+    export = result.export()
+    return {
+        "status": Status.COMPLETED, "reply": reply_text(result.reply), "messages": messages,
+        "output_data": export.get("output", []), "tool_calls_data": export.get("tool_calls", []),
+        "stop_reason": result.stop_reason or "", "checksum": result.checksum, "model": result.model or "",
+        "input_tokens": result.input_tokens, "output_tokens": result.output_tokens,
+        "cost": Decimal(repr(float(result.cost or 0))).quantize(_COST_QUANTUM),
+        "duration": result.duration, "delegated_by": result.delegated_by or "", "error": "", "error_type": "",
+    }
+
+
+def save_row(row: Any, fields: dict[str, Any]) -> None:
+    """Store a finished run's ``fields`` on ``row`` (and the instance), stamping it and its thread."""
+    now = timezone.now()
+    fields.update(finished_at=now, updated_at=now)
+    type(row).objects.filter(pk=row.pk).update(**fields)
+    app_settings.thread_model().objects.filter(pk=row.thread_id).update(updated_at=now)
+    for name, value in fields.items():
+        setattr(row, name, value)
+
+
+@dataclass
+class Outcome:
+    """What a finished run stores: its row's columns, and the rows of the runs it delegated to.
+
+    Attributes:
+        fields: The run's own columns (``status``, ``reply``, ``messages``, usage...).
+        delegated: One dict of columns per delegated run (a network's robots), appended to the
+            thread before the run's own row is saved.
+    """
+
+    fields: dict[str, Any]
+    delegated: list[dict[str, Any]] = field(default_factory=list)
+
+
+def store_outcome(row: Any, outcome: Outcome) -> None:
+    """Store ``outcome`` on ``row`` in one transaction: its delegated rows first, then the row itself."""
+    with transaction.atomic():
+        if outcome.delegated:
+            thread = app_settings.thread_model().objects.get(pk=row.thread_id)
+            for columns in outcome.delegated:
+                append_result(thread, **columns)
+        save_row(row, outcome.fields)

@@ -1,0 +1,204 @@
+"""The app's layers: every import of ``robotlab_django`` (function-level ones too) points down, and none cycles.
+
+Read from the source with :mod:`ast`, so an import inside a function counts like one at the top.
+A failure names the offending import (``module:line imports target``).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "robotlab_django"
+ROOT = Path(__file__).resolve().parents[2] / PACKAGE
+
+#: The layers, lowest first. A module may import its own layer and those below it, never one above.
+LAYERS: list[tuple[str, set[str]]] = [
+    ("foundation", {"conf", "encoders", "naming", "sync_bridge"}),
+    ("models and registry", {"abstract_models", "models", "registry", "checks", "scaffolding"}),
+    ("storage", {"access", "broadcast", "chat_history", "checkpoints", "records", "retention", "transcript",
+                 "turn_graph", "usage"}),
+    ("event stream", {"event_stream", "networks"}),
+    ("units of work", {"claims", "runnables", "network_turns"}),
+    ("execution", {"runner"}),
+    ("celery", {"tasks"}),
+    ("dispatch", {"executor"}),
+    ("services", {"jobs", "services"}),
+    ("entry points", {"", "admin", "apps", "asgi", "consumers", "management", "routing", "urls", "views"}),
+]
+
+#: Imports that the layers would allow but the design does not: (importer, imported, why).
+FORBIDDEN = [
+    ("consumers", "views", "the websocket takes what it shares with the pages from access"),
+]
+
+#: Only these modules may import ``robotlab_django.tasks`` (the Celery task): the one dispatcher.
+DISPATCHERS = {"executor"}
+
+#: What the chat pages must not import: a model implementation (they ask conf which LLM the app uses).
+MODEL_IMPLEMENTATIONS = ("robotlab.demo", "robotlab.testing", "robotlab.llm", "litellm")
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import statement of a module: who imports what, where."""
+
+    importer: str
+    target: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{PACKAGE}.{self.importer or '__init__'}:{self.line} imports {self.target}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> list[Import]:
+    """Every import in ``path`` (absolute names), at any depth of the module."""
+    name = _module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    if name == "":
+        package = []
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = [PACKAGE, *package][:len(package) + 2 - node.level]
+                stem = ".".join([*base, *([node.module] if node.module else [])])
+                targets = [stem] if node.module else [f"{stem}.{alias.name}" for alias in node.names]
+            else:
+                targets = [node.module or ""]
+            found += [Import(name, target, node.lineno) for target in targets]
+        elif isinstance(node, ast.Import):
+            found += [Import(name, alias.name, node.lineno) for alias in node.names]
+    return found
+
+
+def _all_imports() -> list[Import]:
+    return [found for path in sorted(ROOT.rglob("*.py")) if "migrations" not in path.parts
+            for found in _imports(path)]
+
+
+def _internal(target: str) -> str | None:
+    """The app module ``target`` names (``""`` for the package), or ``None`` outside the app."""
+    if target == PACKAGE:
+        return ""
+    if not target.startswith(f"{PACKAGE}."):
+        return None
+    return target[len(PACKAGE) + 1:]
+
+
+def _layer(module: str) -> int:
+    """The index of ``module``'s layer (a submodule is in its top-level module's layer)."""
+    top = module.split(".")[0]
+    for index, (_name, members) in enumerate(LAYERS):
+        if top in members:
+            return index
+    raise AssertionError(f"{PACKAGE}.{module} is in no layer: add it to LAYERS in {Path(__file__).name}")
+
+
+def _known(module: str) -> str:
+    """``module`` itself when it is a module of the app, else its parent (``from . import x`` of a name)."""
+    candidate = module
+    while candidate and not (ROOT / f"{candidate.replace('.', '/')}.py").exists() and not (
+            ROOT / candidate.replace(".", "/") / "__init__.py").exists():
+        candidate = candidate.rpartition(".")[0]
+    return candidate
+
+
+def upward_imports(imports: list[Import]) -> list[str]:
+    """The imports that point to a higher layer, or break a :data:`FORBIDDEN` rule, as messages."""
+    problems = []
+    for found in imports:
+        target = _internal(found.target)
+        if target is None:
+            continue
+        target = _known(target)
+        if _layer(target) > _layer(found.importer):
+            problems.append(f"{found} ({LAYERS[_layer(found.importer)][0]} may not import "
+                            f"{LAYERS[_layer(target)][0]})")
+        for importer, imported, why in FORBIDDEN:
+            if found.importer == importer and target == imported:
+                problems.append(f"{found}: {why}")
+    return problems
+
+
+def cycles(imports: list[Import]) -> list[str]:
+    """Each import cycle among the app's modules, as ``a -> b -> a`` with the imports' lines."""
+    edges: dict[str, dict[str, Import]] = {}
+    for found in imports:
+        target = _internal(found.target)
+        if target is not None and _known(target) != found.importer:
+            edges.setdefault(found.importer, {}).setdefault(_known(target), found)
+    seen: set[tuple[str, ...]] = set()
+    found_cycles = []
+
+    def visit(module: str, path: list[str]) -> None:
+        for target in sorted(edges.get(module, {})):
+            if target in path:
+                loop = path[path.index(target):]
+                key = tuple(sorted(loop))
+                if key not in seen:
+                    seen.add(key)
+                    steps = [edges[a][b] for a, b in zip(loop, [*loop[1:], target], strict=True)]
+                    found_cycles.append(" -> ".join([*loop, target]) + ": " + "; ".join(map(str, steps)))
+            elif len(path) < 30:
+                visit(target, [*path, target])
+
+    for module in sorted(edges):
+        visit(module, [module])
+    return found_cycles
+
+
+def test_every_app_module_is_in_a_layer() -> None:
+    modules = {_module_name(path) for path in ROOT.rglob("*.py") if "migrations" not in path.parts}
+    for module in sorted(modules):
+        _layer(module)
+
+
+def test_imports_point_down_the_layers() -> None:
+    assert upward_imports(_all_imports()) == []
+
+
+def test_there_is_no_import_cycle_in_the_app() -> None:
+    assert cycles(_all_imports()) == []
+
+
+def test_only_the_executor_sends_runs_to_celery() -> None:
+    senders = [str(found) for found in _all_imports()
+               if _internal(found.target) is not None and _known(_internal(found.target) or "") == "tasks"
+               and found.importer not in DISPATCHERS]
+    assert senders == []
+
+
+def test_the_chat_pages_and_the_models_import_no_model_implementation_or_stream() -> None:
+    imports = _all_imports()
+    pages = [str(found) for found in imports if found.importer == "views"
+             and found.target.startswith(MODEL_IMPLEMENTATIONS)]
+    assert pages == []
+    models = [str(found) for found in imports if found.importer in {"abstract_models", "models"}
+              and _internal(found.target) not in (None, "encoders", "abstract_models")]
+    assert models == []
+
+
+def test_the_checks_name_the_offending_import() -> None:
+    """The checkers themselves catch an upward import, a forbidden one and a cycle, naming each."""
+    bad = [Import("abstract_models", "robotlab_django.runner", 3), Import("consumers", "robotlab_django.views", 7),
+           Import("runner", "robotlab_django.executor", 11), Import("executor", "robotlab_django.runner", 12)]
+    problems = upward_imports(bad)
+    assert problems[0] == ("robotlab_django.abstract_models:3 imports robotlab_django.runner "
+                           "(models and registry may not import execution)")
+    assert any(problem.startswith("robotlab_django.consumers:7 imports robotlab_django.views:")
+               for problem in problems)
+    assert cycles(bad) == ["runner -> executor -> runner: robotlab_django.runner:11 imports "
+                           "robotlab_django.executor; robotlab_django.executor:12 imports robotlab_django.runner"]
+    with pytest.raises(AssertionError, match="robotlab_django.nowhere is in no layer"):
+        _layer("nowhere")
