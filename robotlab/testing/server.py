@@ -110,6 +110,7 @@ class FakeLLMServer(_Address):
     def __init__(self, *steps: Step | str | ToolCall, default: Step | str | ToolCall | None = None,
                  latency: float = 0.0, responder: Responder | None = None, host: str = "127.0.0.1", port: int = 0,
                  ) -> None:
+        """Script it with ``steps`` (and the keyword arguments); it listens once started."""
         self._host, self._requested_port, self._port = host, port, None
         self._cond = threading.Condition()
         self._script: deque[Step] = deque(as_step(s) for s in steps)
@@ -265,6 +266,7 @@ class FakeLLMServerProcess(_Address):
     def __init__(self, *steps: Step | str | ToolCall, default: Step | str | ToolCall | None = None,
                  latency: float = 0.0, responder: Responder | None = None, host: str = "127.0.0.1", port: int = 0,
                  start_timeout: float = 30.0) -> None:
+        """Keep everything the child gets when it starts; ``start_timeout`` bounds the wait for its port."""
         self._steps = tuple(as_step(s) for s in steps)
         default = None if default is None else as_step(default)
         self._options = {"default": default, "latency": latency, "responder": responder, "host": host, "port": port}

@@ -51,6 +51,7 @@ class BackgroundServer(uvicorn.Server):
     """uvicorn serving ``app`` over HTTP/1.1 (h11) in a daemon thread; ``on_connection`` is told of each one."""
 
     def __init__(self, app: ASGIApp, on_connection: Callable[[], None]) -> None:
+        """Configure uvicorn for ``app``; nothing listens before :meth:`start_thread`."""
         super().__init__(uvicorn.Config(
             app, http=_Protocol, ws="none", lifespan="off", log_config=None, log_level="warning", access_log=False,
             proxy_headers=False, server_header=False, date_header=False, timeout_keep_alive=3600))
@@ -94,7 +95,7 @@ class BackgroundServer(uvicorn.Server):
             self._ready.set()
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        """uvicorn's startup, then tell :meth:`start_thread`."""
+        """Start as uvicorn does, then tell :meth:`start_thread`."""
         self._loop = asyncio.get_running_loop()
         await super().startup(sockets)
         self._ready.set()

@@ -60,6 +60,7 @@ class Answer:
     """The ASGI answer of a :class:`Plan`, paced or cut short as scripted."""
 
     def __init__(self, plan: Plan) -> None:
+        """Answer with ``plan``."""
         self.plan = plan
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
