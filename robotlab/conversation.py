@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from .history import HistoryResult
+    from .text.history_search import HistoryResult
 
 __all__ = ["Conversation"]
 
@@ -69,7 +69,7 @@ class Conversation:
         summarizer: Callable[[str], Any] | None = None,
     ) -> None:
         """Drop (or summarize) old turns unrelated to the recent ones (see :class:`~robotlab.HistoryCompressor`)."""
-        from .history import HistoryCompressor
+        from .text.compression import HistoryCompressor
 
         compressor = HistoryCompressor(
             messages=list(self.messages),
@@ -82,6 +82,6 @@ class Conversation:
 
     def search(self, query: str, *, limit: int = 5) -> list[HistoryResult]:
         """The messages most relevant to ``query``, best first (see :func:`robotlab.search_history`)."""
-        from .history import search_history
+        from .text.history_search import search_history
 
         return search_history(self.messages, query, limit=limit)

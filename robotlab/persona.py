@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import hooks
+from ._ruby import strip as ruby_strip
 from ._runtime import run_sync
 from .config import get_config
 from .errors import ConfigurationError
 from .run_config import RunConfig
 from .templates import Template
-from .text_analysis import ruby_strip
 
 if TYPE_CHECKING:
     from .agent_skill import AgentSkill, AgentSkillCatalog

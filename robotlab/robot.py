@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from .budget import Ledger
     from .bus import BusPoller, Delivery, Handler, MessageBus, RobotMessage
     from .delegation import DelegationFuture
-    from .history import HistoryResult
     from .hooks import Hook, Registration
     from .llm import LLM
     from .mcp.client import MCPClient
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from .run_config import RunConfig
     from .streaming import Chunk, Event
     from .task import FlowResult
+    from .text.history_search import HistoryResult
     from .tools import Tool
 
 __all__ = ["DEFAULT_MAX_TOOLS", "Robot", "build"]
@@ -80,7 +80,7 @@ class Robot(Runnable["RobotResult"]):
         self.provider = settings.provider
         self.input: Any = None
         self.output: Any = None
-        self.ask_channel: Any = None  # a robotlab.ask.AskChannel; AskUser falls back to the terminal
+        self.ask_channel: Any = None  # a robotlab.tools.ask.AskChannel; AskUser falls back to the terminal
         self.config = settings.run_config()
         self.conversation = Conversation()
         self.persona = Persona(self, self.conversation, template=settings.template,

@@ -12,8 +12,6 @@ import ast
 from collections.abc import Iterator, Set
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "robotlab"
 
@@ -126,15 +124,5 @@ def modules_over(limit: int) -> dict[str, int]:
     return {name: length for name, length in sorted(lengths.items()) if length > limit}
 
 
-# TEMPORARY: another branch is splitting this module right now (issue 16). Remove the xfail mark (and
-# this list) once it is merged; the test then checks every module.
-STILL_TOO_LONG = ["robotlab.testing.server"]
-
-
-@pytest.mark.xfail(strict=True, reason=f"still over {MAX_LINES} lines: {', '.join(STILL_TOO_LONG)}")
 def test_no_core_module_is_over_the_line_limit() -> None:
     assert modules_over(MAX_LINES) == {}
-
-
-def test_no_other_module_is_over_the_line_limit() -> None:
-    assert {name: n for name, n in modules_over(MAX_LINES).items() if name not in STILL_TOO_LONG} == {}

@@ -14,8 +14,8 @@ from robotlab.robot import DEFAULT_MAX_TOOLS, Robot, build
 from robotlab.robot_config import RobotOptions
 from robotlab.streaming import Chunk
 from robotlab.testing.fake import FakeLLM, raise_, text, tool_call, tool_calls
-from robotlab.tool_manifest import tool_registry
 from robotlab.tools import Tool, tool
+from robotlab.tools.manifest import tool_registry
 
 
 @pytest.fixture(autouse=True)

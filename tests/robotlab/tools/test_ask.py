@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import robotlab
-from robotlab.ask import AskChannel, AskRequest, QueueChannel, TerminalChannel, ask_via, resolve_answer
 from robotlab.errors import ToolError
 from robotlab.testing import FakeLLM, text, tool_call
 from robotlab.tools import AskUser
+from robotlab.tools.ask import AskChannel, AskRequest, QueueChannel, TerminalChannel, ask_via, resolve_answer
 
 
 class _Robot:

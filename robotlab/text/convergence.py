@@ -2,13 +2,13 @@
 
 The usual use is a router that skips an expensive reconciler when two verifiers already agree::
 
-    from robotlab.convergence import Convergence
+    from robotlab.text.convergence import Convergence
 
     if Convergence.is_detected(verifier_a_reply, verifier_b_reply):
         ...  # the verifiers agree; no reconciler needed
 
 :meth:`Convergence.similarity` is the stemmed term-frequency cosine of the two texts
-(:func:`~robotlab.text_analysis.tf_cosine_similarity`; no IDF, which on a two-document corpus would
+(:func:`~robotlab.text.analysis.tf_cosine_similarity`; no IDF, which on a two-document corpus would
 zero out exactly the shared terms). Typical scores: identical texts 1.0, the same conclusion worded
 differently 0.60-0.85, the same topic 0.30-0.60, unrelated texts below 0.15.
 """
@@ -19,8 +19,8 @@ import math
 from numbers import Real
 from typing import Any, ClassVar
 
-from . import text_analysis
-from .text_analysis import format_number, ruby_strip
+from .. import _ruby
+from . import analysis as text_analysis
 
 __all__ = ["Convergence"]
 
@@ -43,8 +43,8 @@ class Convergence:
         Raises:
             DependencyError: the stemmer package is missing.
         """
-        a = ruby_strip("" if text_a is None else str(text_a))
-        b = ruby_strip("" if text_b is None else str(text_b))
+        a = _ruby.strip("" if text_a is None else str(text_a))
+        b = _ruby.strip("" if text_b is None else str(text_b))
         if len(a) < Convergence.MIN_TEXT_LENGTH or len(b) < Convergence.MIN_TEXT_LENGTH:
             return 0.0
         return text_analysis.tf_cosine_similarity(a, b)
@@ -65,5 +65,5 @@ class Convergence:
             and 0.0 <= threshold <= 1.0
         )
         if not valid:
-            raise ValueError(f"threshold must be in [0.0, 1.0], got {format_number(threshold)}")
+            raise ValueError(f"threshold must be in [0.0, 1.0], got {_ruby.format_number(threshold)}")
         return Convergence.similarity(text_a, text_b) >= threshold

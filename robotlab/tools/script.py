@@ -30,8 +30,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .errors import ToolError
-from .tools import Tool
+from ..errors import ToolError
+from .base import Tool
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_OUTPUT_CHARS", "TRUST_LEVELS", "Capabilities", "ScriptTool", "format_result"]
 
@@ -119,7 +119,7 @@ class Capabilities:
         """The most any skill may get: the configuration's ``sandbox`` section (the current
         configuration by default); without one, read access to the working directory only."""
         if config is None:
-            from .config import get_config
+            from ..config import get_config
 
             config = get_config()
         section = getattr(config, "sandbox", None)

@@ -1,117 +1,22 @@
-"""Scoring a conversation's history: compression (:class:`HistoryCompressor`) and search (:func:`search_history`).
+"""Compressing a conversation's history: :class:`HistoryCompressor` prunes old turns by relevance.
 
-Both work on a list of OpenAI-format chat messages, the form a robot keeps its history in::
-
-    {"role": "system" | "user" | "assistant" | "tool", "content": str | list[part] | None,
-     "tool_calls": [...], "tool_call_id": "..."}
-
-A message's text is its ``content`` when that is a string, or the ``"text"`` of each part joined with
-spaces when it is a list of parts (parts without text, such as images, are left out); any other
-content has no text. Objects with ``role``/``content`` attributes work as well as dicts.
-
-Scores are cosines of stemmed term-frequency vectors (:mod:`robotlab.text_analysis`), without IDF.
+Each older message is scored (the cosine of stemmed term-frequency vectors, :mod:`robotlab.text.analysis`)
+against the recent turns, then kept, summarized or dropped; messages are read as
+:mod:`robotlab.text.history_search` reads them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import Enum
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from . import text_analysis
-from .text_analysis import format_number, ruby_strip
+from .. import _ruby
+from . import analysis as text_analysis
+from .history_search import MIN_SCORE_LENGTH, message_field, message_role, message_text, term_vector
 
-__all__ = ["MIN_SCORE_LENGTH", "HistoryCompressor", "HistoryResult", "search_history"]
-
-#: Messages whose text is shorter than this (after stripping) are not scored.
-MIN_SCORE_LENGTH = 20
+__all__ = ["HistoryCompressor"]
 
 _TOOL_ROLES = frozenset({"tool", "tool_result"})
-
-
-def _field(message: Any, name: str) -> Any:
-    if isinstance(message, Mapping):
-        return message.get(name)
-    return getattr(message, name, None)
-
-
-def message_role(message: Any) -> Any:
-    """A message's role as a string (an ``Enum`` role becomes its value)."""
-    role = _field(message, "role")
-    return role.value if isinstance(role, Enum) else role
-
-
-def message_text(message: Any) -> str | None:
-    """The plain text of a message's content, or ``None`` when it has none (see the module's docs)."""
-    content = _field(message, "content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list | tuple):
-        texts = []
-        for part in content:
-            text = part if isinstance(part, str) else _field(part, "text")
-            if text is not None and text is not False:
-                texts.append(text if isinstance(text, str) else str(text))
-        return " ".join(texts)
-    return None
-
-
-def _vector(text: str) -> dict[str, float]:
-    return text_analysis.l2_normalize(text_analysis.word_hash(text))
-
-
-# --- search --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HistoryResult:
-    """One hit of :func:`search_history`."""
-
-    #: The message's text.
-    text: str
-    #: The message's role: ``"user"``, ``"assistant"``, ``"system"`` or ``"tool"``.
-    role: str
-    #: Cosine similarity with the query, in (0.0, 1.0].
-    score: float
-    #: The message's position in the list searched.
-    index: int
-
-
-def search_history(messages: Sequence[Any], query: str, *, limit: int = 5) -> list[HistoryResult]:
-    """The messages most relevant to ``query``, best first (Ruby ``Robot#search_history``).
-
-    Every message with at least :data:`MIN_SCORE_LENGTH` characters of text is scored against the
-    query; those scoring 0 are left out, the rest sorted by score (ties keep their order) and the
-    first ``limit`` returned. A query with no usable term (only stop words, say) finds nothing.
-
-    Typical scores: a direct answer to the query 0.50-0.80, the same topic in other words
-    0.20-0.50, unrelated below 0.10.
-
-    Raises:
-        ValueError: ``limit`` is negative.
-        DependencyError: the stemmer package is missing.
-    """
-    if limit < 0:
-        raise ValueError(f"limit must not be negative, got {limit}")
-    text_analysis.require_classifier()
-    query_vector = _vector("" if query is None else str(query))
-    if not query_vector:
-        return []
-    results = []
-    for index, message in enumerate(messages):
-        text = message_text(message)
-        if text is None or len(ruby_strip(text)) < MIN_SCORE_LENGTH:
-            continue
-        score = text_analysis.cosine_similarity(query_vector, _vector(text))
-        if score == 0:
-            continue
-        results.append(HistoryResult(text=text, role=message_role(message), score=score, index=index))
-    results.sort(key=lambda result: -result.score)
-    return results[:limit]
-
-
-# --- compression ---------------------------------------------------------------------------------
 
 _KEEP: Any = object()  # HistoryCompressor actions; a summary string is the third kind
 _DROP: Any = object()
@@ -153,8 +58,8 @@ class HistoryCompressor:
     ) -> None:
         if keep_threshold <= drop_threshold:
             raise ValueError(
-                f"keep_threshold ({format_number(keep_threshold)}) must be greater than "
-                f"drop_threshold ({format_number(drop_threshold)})"
+                f"keep_threshold ({_ruby.format_number(keep_threshold)}) must be greater than "
+                f"drop_threshold ({_ruby.format_number(drop_threshold)})"
             )
         if recent_turns < 0:
             raise ValueError(f"recent_turns must not be negative, got {recent_turns}")
@@ -177,10 +82,10 @@ class HistoryCompressor:
         if role in ("system", "developer") or role in _TOOL_ROLES:
             return True
         if role == "assistant":
-            if _field(message, "tool_calls"):
+            if message_field(message, "tool_calls"):
                 return True
             text = message_text(message)
-            if text is None or not ruby_strip(text):
+            if text is None or not _ruby.strip(text):
                 return True
         return False
 
@@ -212,13 +117,13 @@ class HistoryCompressor:
         recent_texts = [
             text
             for text in (message_text(messages[index]) for index in recent)
-            if text is not None and len(ruby_strip(text)) >= MIN_SCORE_LENGTH
+            if text is not None and len(_ruby.strip(text)) >= MIN_SCORE_LENGTH
         ]
         if not recent_texts:
             return messages
 
         text_analysis.require_classifier()
-        reference = _mean_vector([_vector(text) for text in recent_texts])
+        reference = _mean_vector([term_vector(text) for text in recent_texts])
         actions = {index: self._action(reference, messages[index]) for index in compressible}
 
         result: list[Any] = []
@@ -234,15 +139,15 @@ class HistoryCompressor:
 
     def _action(self, reference: dict[str, float], message: Any) -> Any:
         text = message_text(message)
-        if text is None or len(ruby_strip(text)) < MIN_SCORE_LENGTH:
+        if text is None or len(_ruby.strip(text)) < MIN_SCORE_LENGTH:
             return _KEEP
-        score = text_analysis.cosine_similarity(_vector(text), reference)
+        score = text_analysis.cosine_similarity(term_vector(text), reference)
         if score >= self.keep_threshold:
             return _KEEP
         if score < self.drop_threshold or self.summarizer is None:
             return _DROP
         summary = self.summarizer(text)
-        summary = ruby_strip("" if summary is None else str(summary))
+        summary = _ruby.strip("" if summary is None else str(summary))
         return summary if summary else _DROP
 
     def __repr__(self) -> str:

@@ -13,7 +13,8 @@ import pytest
 
 from robotlab.config import configure, reload_config
 from robotlab.robot import build
-from robotlab.script_tool import (
+from robotlab.testing.fake import FakeLLM, text, tool_call
+from robotlab.tools.script import (
     DEFAULT_TIMEOUT,
     MAX_OUTPUT_CHARS,
     TRUST_LEVELS,
@@ -21,7 +22,6 @@ from robotlab.script_tool import (
     ScriptTool,
     format_result,
 )
-from robotlab.testing.fake import FakeLLM, text, tool_call
 
 
 @pytest.fixture(autouse=True)

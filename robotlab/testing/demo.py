@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from .llm import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
+from ..llm.types import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
 __all__ = ["DemoLLM"]
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 import pytest
 
-import robotlab.tools as tools_module
+import robotlab.tools.schema as tools_module
 from robotlab.errors import ToolError
 from robotlab.tools import AskUser, FunctionTool, Tool, tool
 
@@ -182,7 +182,7 @@ def test_ask_user_default_and_out_of_range_and_eof() -> None:
 
 
 def test_docstring_parser_handles_multiline_descriptions() -> None:
-    summary, params = tools_module._docstring_parts(
+    summary, params = tools_module.docstring_parts(
         """Do a thing.
 
         Args:

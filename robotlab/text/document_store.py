@@ -9,10 +9,10 @@ similarity::
     store.store("doc_b", "Postgres is an advanced relational database.")
     store.search("relational database SQL", limit=2)[0]["key"]   # -> "doc_b"
 
-The embedder decides what "close" means (see :mod:`robotlab.embeddings`): the default
-:class:`~robotlab.embeddings.LexicalEmbedder` matches stemmed words;
-:class:`~robotlab.embeddings.SentenceTransformerEmbedder` and
-:class:`~robotlab.embeddings.LiteLLMEmbedder` match meaning. ``Memory.store_document`` and
+The embedder decides what "close" means (see :mod:`robotlab.text.embeddings`): the default
+:class:`~robotlab.text.embeddings.LexicalEmbedder` matches stemmed words;
+:class:`~robotlab.text.embeddings.SentenceTransformerEmbedder` and
+:class:`~robotlab.text.embeddings.LiteLLMEmbedder` match meaning. ``Memory.store_document`` and
 ``Memory.search_documents`` use one of these stores.
 """
 
@@ -47,8 +47,8 @@ class DocumentStore:
     """Texts under ``str`` keys, searchable by similarity (thread-safe).
 
     Args:
-        embedder: turns texts into vectors (an :class:`~robotlab.embeddings.Embedder`); by default
-            a :class:`~robotlab.embeddings.LexicalEmbedder`. Passages go through its
+        embedder: turns texts into vectors (an :class:`~robotlab.text.embeddings.Embedder`); by default
+            a :class:`~robotlab.text.embeddings.LexicalEmbedder`. Passages go through its
             ``embed_documents`` and queries through its ``embed_query``.
 
     Storing under an existing key replaces the document (it keeps its place in :meth:`keys`).

@@ -13,8 +13,12 @@ from typing import Any
 import pytest
 
 import robotlab
-from robotlab import embeddings
-from robotlab.embeddings import (
+from robotlab.errors import DependencyError, InferenceError
+from robotlab.llm import RealRequestBlocked
+from robotlab.testing import FakeLLMServer
+from robotlab.testing.server import fake_embedding
+from robotlab.text import embeddings
+from robotlab.text.embeddings import (
     BaseEmbedder,
     Embedder,
     LexicalEmbedder,
@@ -23,10 +27,6 @@ from robotlab.embeddings import (
     cosine_similarity,
     normalize,
 )
-from robotlab.errors import DependencyError, InferenceError
-from robotlab.llm import RealRequestBlocked
-from robotlab.testing import FakeLLMServer
-from robotlab.testing.server import fake_embedding
 
 
 def _norm(vector: Sequence[float]) -> float:
@@ -112,7 +112,7 @@ def test_lexical_dimensions_are_validated() -> None:
 
 
 def test_lexical_vectors_are_the_same_in_another_process() -> None:
-    code = "from robotlab.embeddings import LexicalEmbedder as L; print(L(64).embed_query('cache redis'))"
+    code = "from robotlab.text.embeddings import LexicalEmbedder as L; print(L(64).embed_query('cache redis'))"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == str(LexicalEmbedder(64).embed_query("cache redis"))

@@ -5,9 +5,10 @@ from typing import Any
 
 import pytest
 
-from robotlab import text_analysis
 from robotlab.errors import DependencyError
-from robotlab.history import MIN_SCORE_LENGTH, HistoryCompressor, HistoryResult, search_history
+from robotlab.text import analysis as text_analysis
+from robotlab.text.compression import HistoryCompressor
+from robotlab.text.history_search import MIN_SCORE_LENGTH, HistoryResult, search_history
 
 Message = dict[str, Any]
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from robotlab.errors import ConfigurationError, InferenceError
 from robotlab.llm import LLMClient, LLMRequest, RealRequestBlocked
-from robotlab.openai_compat import OpenAICompatibleLLM
+from robotlab.llm.direct import OpenAICompatibleLLM
 from robotlab.robot import build
 from robotlab.testing.server import FakeLLMServer, call, cut_stream, fault, reply, slow_first_byte, tool_calls
 from robotlab.tools import tool

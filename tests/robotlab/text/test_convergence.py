@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from robotlab import text_analysis
-from robotlab.convergence import Convergence
 from robotlab.errors import DependencyError
+from robotlab.text import analysis as text_analysis
+from robotlab.text.convergence import Convergence
 
 RAILS_A = """Ruby on Rails is a web application framework written in Ruby.
 It follows the MVC pattern and emphasizes convention over configuration.

@@ -1,4 +1,4 @@
-"""Where :class:`~robotlab.tools.AskUser`'s questions go: the terminal, or a queue that a web page answers.
+"""Asking the person: the :class:`AskUser` tool, and where its questions go (the terminal, or a queue).
 
 A robot's ``ask_channel`` decides (the terminal when it is not set). A channel is anything with the
 :class:`AskChannel` methods: ``ask(question, choices, default, robot) -> str`` and its ``async`` form
@@ -34,14 +34,17 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TextIO, runtime_checkable
+from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
-from .errors import ToolError
-from .streaming import HITL_REQUESTED, HITL_RESOLVED, run_publisher
+from .. import _ruby
+from ..errors import ToolError
+from ..streaming import HITL_REQUESTED, HITL_RESOLVED, run_publisher
+from .base import Tool
 
 __all__ = [
     "AskChannel",
     "AskRequest",
+    "AskUser",
     "Publisher",
     "QueueChannel",
     "TerminalChannel",
@@ -155,7 +158,7 @@ class TerminalChannel:
         reader, writer = self._streams(robot)
         lines = [f"\n[{_robot_name(robot)}] {question}"]
         lines += [f"  {index}. {choice}" for index, choice in enumerate(_choices(choices), start=1)]
-        writer.write("".join(line if line.endswith("\n") else line + "\n" for line in lines))  # Ruby's puts
+        writer.write(_ruby.puts(lines))
         writer.write("> " if default is None else f"> [{default}] ")
         writer.flush()
         line = reader.readline() or ""
@@ -341,3 +344,34 @@ class QueueChannel:
     def _emit(self, kind: str, payload: dict[str, Any]) -> None:
         if self.publish is not None:
             self.publish(kind, payload)
+
+
+class AskUser(Tool):
+    """Lets the model ask the person a question (RobotLab's ``AskUser``, LLM name ``robot_lab--ask_user``).
+
+    The question goes through the robot's ``ask_channel`` (:mod:`robotlab.tools.ask`): by default the
+    terminal, writing to ``robot.output`` and reading from ``robot.input`` (stdout and stdin when
+    unset); a :class:`QueueChannel` lets a web page answer instead.
+    """
+
+    name = "robot_lab--ask_user"
+    description = "Ask the user a question and wait for their answer. Offer choices when there are a few."
+    parameters: ClassVar[dict[str, Any]] = {  # type: ignore[misc]
+        "type": "object",
+        "properties": {
+            "question": {"type": "string", "description": "The question to ask"},
+            "choices": {"type": "array", "items": {"type": "string"}, "description": "Optional answers to pick from"},
+            "default": {"type": "string", "description": "Answer used when the user just presses Enter"},
+        },
+        "required": ["question"],
+    }
+
+    @property
+    def channel(self) -> AskChannel:
+        """Where the question goes: ``robot.ask_channel`` when it is set, else a :class:`TerminalChannel`."""
+        channel = getattr(self.robot, "ask_channel", None)
+        return TerminalChannel() if channel is None else channel
+
+    async def execute(self, question: str, choices: list[str] | None = None, default: str | None = None) -> str:
+        """Ask through :attr:`channel`; an empty answer gives ``default``, a number the matching choice."""
+        return await ask_via(self.channel, question, choices, default, self.robot)

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from robotlab.errors import ToolNotFoundError
-from robotlab.tool_manifest import ToolDescriptor, ToolManifest, ToolRegistry, tool_registry
 from robotlab.tools import Tool, tool
+from robotlab.tools.manifest import ToolDescriptor, ToolManifest, ToolRegistry, tool_registry
 
 
 @tool

@@ -1,4 +1,4 @@
-"""A direct, low-overhead :class:`~robotlab.llm.LLM` for OpenAI-compatible ``/chat/completions`` servers.
+"""The direct transport: a low-overhead :class:`~robotlab.llm.LLM` for OpenAI-compatible servers.
 
 :class:`OpenAICompatibleLLM` talks to OpenAI itself or anything that speaks its chat API (vLLM, Ollama,
 LM Studio, llama.cpp's server, a proxy) over one pooled ``httpx.AsyncClient``, without litellm's request
@@ -22,24 +22,17 @@ from typing import Any
 
 import httpx
 
-from .errors import ConfigurationError, InferenceError
-from .llm import (
-    LLMClient,
-    LLMRequest,
-    LLMResponse,
-    TextCallback,
-    ToolCallRequest,
-    _error_for,
-    check_allow_real_requests,
-    load_litellm,
-)
+from ..errors import ConfigurationError, InferenceError
+from ._litellm import load_litellm
+from .guard import check_allow_real_requests, error_for
+from .pricing import cost_from_prices, price_per_token
+from .types import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
 __all__ = ["OpenAICompatibleLLM"]
 
 #: litellm provider prefixes that mean "an OpenAI-compatible server"; they are not part of the model's name.
 _PREFIXES = ("openai/", "hosted_vllm/", "lm_studio/", "openai_like/")
 _RETRYABLE = frozenset({408, 409, 429})
-_prices: dict[str, tuple[float, float]] = {}
 
 
 class APIStatusError(Exception):
@@ -64,13 +57,6 @@ class APIConnectionError(Exception):
 
 class MidStreamError(Exception):
     """The response stream ended before ``[DONE]`` (internal: reported as an interrupted stream)."""
-
-
-def _price(model: str) -> tuple[float, float]:
-    """USD per input and per output token from litellm's price map, looked up once per model."""
-    if model not in _prices:
-        _prices[model] = (LLMClient._cost(model, 1000, 0) / 1000, LLMClient._cost(model, 0, 1000) / 1000)
-    return _prices[model]
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -206,7 +192,7 @@ class OpenAICompatibleLLM:
                     isinstance(status, int) and (status in _RETRYABLE or status >= 500)
                 )
                 if not retryable or attempt >= self.num_retries:
-                    raise _error_for(exc, request.model) from exc
+                    raise error_for(exc, request.model) from exc
                 delay = getattr(exc, "retry_after", None)
                 await asyncio.sleep(delay if delay is not None else 0.5 * 2**attempt)
                 attempt += 1
@@ -300,9 +286,9 @@ class OpenAICompatibleLLM:
         input_tokens = int(usage.get("prompt_tokens") or 0)
         output_tokens = int(usage.get("completion_tokens") or 0)
         if self.pricing is not None:
-            cost = (input_tokens * self.pricing[0] + output_tokens * self.pricing[1]) / 1e6
+            cost = cost_from_prices(input_tokens, output_tokens, self.pricing)
         elif input_tokens or output_tokens:
-            per_input, per_output = _price(model)
+            per_input, per_output = price_per_token(model)
             cost = input_tokens * per_input + output_tokens * per_output
         else:
             cost = 0.0

@@ -1,4 +1,4 @@
-"""Tools a robot can call: ``@tool`` functions, ``Tool`` subclasses and ``Tool.create``.
+"""The tool a robot can call: the :class:`Tool` base class and ``Tool.create``.
 
 A tool has a ``name``, a ``description`` and a JSON-schema ``parameters`` object. Calling it
 validates the model's arguments against that schema; every failure (bad JSON, a missing
@@ -12,103 +12,33 @@ import asyncio
 import inspect
 import json
 import logging
-import re
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, get_type_hints, overload
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pydantic
 
-from . import hooks
-from .ask import AskChannel, TerminalChannel, ask_via
-from .errors import ToolError
+from .. import hooks
+from ..errors import ToolError
+from .schema import clean_schema, docstring_parts, format_validation_error, signature_model, snake_case
 
 if TYPE_CHECKING:
-    from .robot import Robot
+    from ..robot import Robot
 
-__all__ = ["AskUser", "FunctionTool", "Tool", "tool"]
+__all__ = ["Handler", "Tool", "call_in_thread_or_await"]
 
 logger = logging.getLogger("robotlab")
 
 Handler = Callable[..., Any]
 
 
-def _snake_case(name: str) -> str:
-    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
-    return name.lower()
-
-
-def _docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a Google-style docstring into its summary and its ``Args:`` descriptions."""
-    if not doc:
-        return "", {}
-    text = inspect.cleandoc(doc)
-    summary_lines: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    indent: int | None = None
-    for line in text.splitlines():
-        stripped = line.strip()
-        header = stripped.rstrip(":").lower()
-        if stripped.endswith(":") and header in {"args", "arguments", "parameters", "params"}:
-            section, current = "args", None
-            continue
-        if stripped.endswith(":") and header in {"returns", "return", "raises", "yields", "examples", "example"}:
-            section, current = "other", None
-            continue
-        if section is None:
-            summary_lines.append(line)
-        elif section == "args" and stripped:
-            match = re.match(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
-            depth = len(line) - len(line.lstrip())
-            if match and (indent is None or depth <= indent):
-                indent = depth
-                current = match.group(1).lstrip("*")
-                params[current] = match.group(2).strip()
-            elif current:
-                params[current] = (params[current] + " " + stripped).strip()
-    return "\n".join(summary_lines).strip(), params
-
-
-def _signature_model(fn: Callable[..., Any], name: str, descriptions: dict[str, str]) -> type[pydantic.BaseModel]:
-    """Build a pydantic model of ``fn``'s keyword parameters (``self`` and ``*args`` excluded)."""
-    try:
-        hints = get_type_hints(fn)
-    except Exception:  # unresolvable annotations: fall back to the raw ones
-        hints = dict(getattr(fn, "__annotations__", {}))
-    fields: dict[str, Any] = {}
-    for param in inspect.signature(fn).parameters.values():
-        if param.name in {"self", "cls"} or param.kind in {param.VAR_POSITIONAL, param.VAR_KEYWORD}:
-            continue
-        annotation = hints.get(param.name, Any)
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (annotation, pydantic.Field(default, description=descriptions.get(param.name)))
-    model_name = "".join(part.capitalize() for part in re.split(r"[^0-9a-zA-Z]+", name) if part) or "Tool"
-    return pydantic.create_model(model_name + "Arguments", **fields)
-
-
-def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's ``title`` noise so the schema the model sees stays small."""
-
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
-
-    cleaned = strip(schema)
-    cleaned.setdefault("type", "object")
-    cleaned.setdefault("properties", {})
-    return cleaned
-
-
-def _format_validation_error(error: pydantic.ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item.get("loc", ())) or "arguments"
-        parts.append(f"{where}: {item.get('msg', 'invalid')}")
-    return "invalid arguments: " + "; ".join(parts)
+async def call_in_thread_or_await(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn``: awaited when it is ``async``, else in a worker thread (an awaitable it returns is awaited)."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args, **kwargs)
+    result = await asyncio.to_thread(fn, *args, **kwargs)
+    if inspect.isawaitable(result):
+        return await result
+    return result
 
 
 class Tool:
@@ -141,10 +71,10 @@ class Tool:
         if "raise_on_error" not in cls.__dict__:
             cls.raise_on_error = False
         if not cls.__dict__.get("name"):
-            cls.name = _snake_case(cls.__name__)
+            cls.name = snake_case(cls.__name__)
         if "execute" in cls.__dict__ and cls.__dict__.get("parameters") is None:
-            summary, descriptions = _docstring_parts(cls.__dict__["execute"].__doc__)
-            cls._arguments_model = _signature_model(cls.__dict__["execute"], cls.name, descriptions)
+            summary, descriptions = docstring_parts(cls.__dict__["execute"].__doc__)
+            cls._arguments_model = signature_model(cls.__dict__["execute"], cls.name, descriptions)
             if not cls.__dict__.get("description"):
                 cls.description = summary or inspect.cleandoc(cls.__doc__ or "")
 
@@ -156,9 +86,9 @@ class Tool:
     def params_schema(self) -> dict[str, Any]:
         """The JSON schema of the tool's arguments."""
         if self.parameters is not None:
-            return _clean_schema(dict(self.parameters))
+            return clean_schema(dict(self.parameters))
         if self._arguments_model is not None:
-            return _clean_schema(self._arguments_model.model_json_schema())
+            return clean_schema(self._arguments_model.model_json_schema())
         return {"type": "object", "properties": {}}
 
     def to_json_schema(self) -> dict[str, Any]:
@@ -210,7 +140,7 @@ class Tool:
             try:
                 model = self._arguments_model.model_validate(dict(arguments))
             except pydantic.ValidationError as exc:
-                raise ToolError(_format_validation_error(exc)) from None
+                raise ToolError(format_validation_error(exc)) from None
             return {name: getattr(model, name) for name in type(model).model_fields}
         schema = self.params_schema
         missing = [key for key in schema.get("required", []) if key not in arguments]
@@ -219,12 +149,7 @@ class Tool:
         return dict(arguments)
 
     async def _invoke(self, kwargs: dict[str, Any]) -> Any:
-        if inspect.iscoroutinefunction(self.execute):
-            return await self.execute(**kwargs)
-        result = await asyncio.to_thread(self.execute, **kwargs)
-        if inspect.isawaitable(result):
-            return await result
-        return result
+        return await call_in_thread_or_await(self.execute, **kwargs)
 
     def error_text(self, error: BaseException) -> str:
         """The text returned to the model when the tool fails."""
@@ -274,7 +199,7 @@ class Tool:
 
     def call(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
         """Synchronous :meth:`acall`."""
-        from ._runtime import run_sync
+        from .._runtime import run_sync
 
         return run_sync(self.acall(arguments))
 
@@ -328,98 +253,4 @@ class _CreatedTool(Tool):
     async def _invoke(self, kwargs: dict[str, Any]) -> Any:
         if self._handler is None:
             raise ToolError("tool has no handler")
-        if inspect.iscoroutinefunction(self._handler):
-            return await self._handler(kwargs)
-        result = await asyncio.to_thread(self._handler, kwargs)
-        if inspect.isawaitable(result):
-            return await result
-        return result
-
-
-class FunctionTool(Tool):
-    """A tool made from a typed Python function by :func:`tool`."""
-
-    def __init__(
-        self,
-        fn: Callable[..., Any | Awaitable[Any]],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        robot: Robot | None = None,
-    ) -> None:
-        super().__init__(robot=robot)
-        self.fn = fn
-        self.name = name or fn.__name__
-        summary, descriptions = _docstring_parts(fn.__doc__)
-        self.description = description if description is not None else summary
-        self._arguments_model = _signature_model(fn, self.name, descriptions)  # type: ignore[misc]
-
-    async def _invoke(self, kwargs: dict[str, Any]) -> Any:
-        if inspect.iscoroutinefunction(self.fn):
-            return await self.fn(**kwargs)
-        result = await asyncio.to_thread(self.fn, **kwargs)
-        if inspect.isawaitable(result):
-            return await result
-        return result
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the wrapped function directly, as if it were not a tool."""
-        return self.fn(*args, **kwargs)
-
-
-@overload
-def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
-@overload
-def tool(
-    *, name: str | None = None, description: str | None = None
-) -> Callable[[Callable[..., Any]], FunctionTool]: ...
-def tool(
-    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
-) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Turn a typed function (sync or ``async``) into a :class:`Tool`.
-
-    The schema comes from the type hints; the description and the per-argument
-    descriptions from the docstring (Google style ``Args:``)::
-
-        @robotlab.tool
-        def get_weather(location: str, unit: Literal["c", "f"] = "c") -> dict:
-            '''Current weather for a location.
-
-            Args:
-                location: City name, e.g. "Paris".
-            '''
-    """
-    if fn is not None:
-        return FunctionTool(fn, name=name, description=description)
-    return lambda f: FunctionTool(f, name=name, description=description)
-
-
-class AskUser(Tool):
-    """Lets the model ask the person a question (RobotLab's ``AskUser``, LLM name ``robot_lab--ask_user``).
-
-    The question goes through the robot's ``ask_channel`` (:mod:`robotlab.ask`): by default the
-    terminal, writing to ``robot.output`` and reading from ``robot.input`` (stdout and stdin when
-    unset); a :class:`~robotlab.ask.QueueChannel` lets a web page answer instead.
-    """
-
-    name = "robot_lab--ask_user"
-    description = "Ask the user a question and wait for their answer. Offer choices when there are a few."
-    parameters: ClassVar[dict[str, Any]] = {  # type: ignore[misc]
-        "type": "object",
-        "properties": {
-            "question": {"type": "string", "description": "The question to ask"},
-            "choices": {"type": "array", "items": {"type": "string"}, "description": "Optional answers to pick from"},
-            "default": {"type": "string", "description": "Answer used when the user just presses Enter"},
-        },
-        "required": ["question"],
-    }
-
-    @property
-    def channel(self) -> AskChannel:
-        """Where the question goes: ``robot.ask_channel`` when it is set, else a :class:`TerminalChannel`."""
-        channel = getattr(self.robot, "ask_channel", None)
-        return TerminalChannel() if channel is None else channel
-
-    async def execute(self, question: str, choices: list[str] | None = None, default: str | None = None) -> str:
-        """Ask through :attr:`channel`; an empty answer gives ``default``, a number the matching choice."""
-        return await ask_via(self.channel, question, choices, default, self.robot)
+        return await call_in_thread_or_await(self._handler, kwargs)

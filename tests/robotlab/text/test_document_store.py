@@ -8,16 +8,16 @@ from collections.abc import Sequence
 
 import pytest
 
-from robotlab.document_store import DocumentStore
-from robotlab.embeddings import (
+from robotlab.memory import Memory
+from robotlab.testing import FakeLLMServer
+from robotlab.text.document_store import DocumentStore
+from robotlab.text.embeddings import (
     BaseEmbedder,
     LexicalEmbedder,
     LiteLLMEmbedder,
     SentenceTransformerEmbedder,
     normalize,
 )
-from robotlab.memory import Memory
-from robotlab.testing import FakeLLMServer
 
 
 class _Recording(BaseEmbedder):

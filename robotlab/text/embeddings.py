@@ -10,7 +10,7 @@ has unit length, so :func:`cosine_similarity` of two of them is their dot produc
 Three embedders are built in:
 
 * :class:`LexicalEmbedder` (the default): no model and no download. Each text becomes the
-  Porter-stemmed, stop-word-filtered terms of :func:`robotlab.text_analysis.word_hash`, hashed into a
+  Porter-stemmed, stop-word-filtered terms of :func:`robotlab.text.analysis.word_hash`, hashed into a
   fixed-size vector. It finds shared words, not shared meaning.
 * :class:`LiteLLMEmbedder`: any embedding model litellm can reach (``openai/text-embedding-3-small``,
   ``ollama/nomic-embed-text``, an OpenAI-compatible server), over HTTP.
@@ -31,8 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import DependencyError, InferenceError
-from .text_analysis import word_hash
+from ..errors import DependencyError, InferenceError
+from .analysis import word_hash
 
 __all__ = [
     "EMBEDDINGS_EXTRA",
@@ -137,7 +137,7 @@ def _bucket(term: str, dimensions: int) -> tuple[int, float]:
 class LexicalEmbedder(BaseEmbedder):
     """Feature hashing of stemmed terms: the default embedder, with no model and no download.
 
-    Each term of :func:`~robotlab.text_analysis.word_hash` (stemmed, stop words and words of two
+    Each term of :func:`~robotlab.text.analysis.word_hash` (stemmed, stop words and words of two
     letters or fewer dropped) adds ``1 + log(count)`` to one of ``dimensions`` slots, with a sign
     chosen by the hash so that colliding terms tend to cancel rather than add up. Texts that share
     no term score ``0.0``; a text with no term at all (``""``, ``"ok"``) is the zero vector.
@@ -236,8 +236,8 @@ class LiteLLMEmbedder(BaseEmbedder):
     def _requests(self, texts: Sequence[str]) -> list[dict[str, Any]]:
         if not texts:
             return []
-        from .config import get_config
-        from .llm import check_allow_real_requests
+        from ..config import get_config
+        from ..llm import check_allow_real_requests
 
         settings = get_config().llm
         api_base = self.api_base if self.api_base is not None else settings.api_base
@@ -269,7 +269,7 @@ class LiteLLMEmbedder(BaseEmbedder):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts`` with ``litellm.embedding`` (no request for an empty list)."""
-        from .llm import load_litellm
+        from ..llm import load_litellm
 
         vectors: list[list[float]] = []
         for request in self._requests(texts):
@@ -284,7 +284,7 @@ class LiteLLMEmbedder(BaseEmbedder):
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         """:meth:`embed` with ``litellm.aembedding``."""
-        from .llm import load_litellm
+        from ..llm import load_litellm
 
         vectors: list[list[float]] = []
         for request in self._requests(texts):

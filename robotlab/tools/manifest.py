@@ -32,9 +32,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ToolNotFoundError
-from .tool_config import _as_list, _entry_name, filter_tools
-from .tools import Tool
+from .. import _ruby
+from ..errors import ToolNotFoundError
+from .base import Tool
+from .resolution import _entry_name, filter_tools
 
 __all__ = ["ToolDescriptor", "ToolManifest", "ToolRegistry", "tool_registry"]
 
@@ -84,7 +85,7 @@ class ToolManifest:
 
     def __init__(self, tools: Any = ()) -> None:
         self._tools: dict[str, Any] = {}
-        for tool in _as_list(tools):
+        for tool in _ruby.array(tools):
             self.add(tool)
 
     # -- adding and removing -------------------------------------------------------------
@@ -108,7 +109,7 @@ class ToolManifest:
     def replace(self, tools: Any) -> ToolManifest:
         """Clear the manifest, then add ``tools`` (the whole collection is replaced); returns ``self``."""
         self.clear()
-        for tool in _as_list(tools):
+        for tool in _ruby.array(tools):
             self.add(tool)
         return self
 
