@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -189,46 +190,62 @@ def _tee(target: Callable[[Event], Any], extra: Callable[[Event], Any] | None) -
 
 
 class _Batches:
-    """A run's coalescer, filled by the robot's events and emptied by the pump, on one loop.
+    """A run's coalescer: filled by the robot's events on its loop, drained where the rows are written.
 
     The pump sleeps until a batch is due (its first event starts the timer) instead of waking for
-    every token: with many concurrent runs on one loop, per-token wake-ups would delay every flush.
+    every token. The batch leaves the coalescer in the thread that stores it (:meth:`store`), so the
+    deltas that come while that thread wakes up join it, and ``t_emit`` is when it left.
     """
 
     def __init__(self, buffer: Coalescer, offset: int) -> None:
         self._buffer = buffer
         self._offset = offset
+        self._lock = threading.Lock()
+        self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._closed = False
 
     def put(self, event: Event) -> None:
-        """Buffer ``event``; wake the pump when it starts a batch or makes one due."""
-        first = self._buffer.time_left() is None
-        self._buffer.add(_shift(event, self._offset))
-        if first or self._buffer.is_due:
-            self._wake.set()
+        """Buffer ``event`` (on the robot's loop); wake the pump when it starts a batch or makes one due."""
+        with self._lock:
+            first = self._buffer.time_left() is None
+            self._buffer.add(_shift(event, self._offset))
+            wake = first or self._buffer.is_due
+        if wake:
+            self._loop.call_soon_threadsafe(self._wake.set)
 
     def close(self) -> None:
-        """No more events: the next :meth:`take` returns what is left."""
+        """No more events: the next :meth:`due` returns at once."""
         self._closed = True
         self._wake.set()
 
-    async def take(self) -> tuple[list[Event], bool]:
-        """Wait until a batch is due or the run ended: ``(events, ended)``."""
+    async def due(self) -> bool:
+        """Wait until a batch is due or the run ended; ``True`` when it ended."""
         while True:
-            left = self._buffer.time_left()
-            if self._closed or left == 0.0:
-                return self._buffer.drain(), self._closed
-            self._wake.clear()
+            with self._lock:
+                left = self._buffer.time_left()
+                if self._closed or left == 0.0:
+                    return self._closed
+                self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), left)
             except TimeoutError:
                 pass
 
+    def store(self, thread_id: Any, result_id: Any) -> tuple[list[dict[str, Any]], float]:
+        """Drain the batch and store it (in the thread that writes the rows): its wire dicts, and when it left."""
+        with self._lock:
+            batch = self._buffer.drain()
+        emitted = time.time()
+        return (_persist(thread_id, result_id, batch) if batch else []), emitted
+
 
 async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
                       on_event: Callable[[Event], Any] | None = None, layer: Any = None) -> T:
     """Run ``start(on_event)`` on the current loop, storing and publishing its events as they come.
+
+    The rows are written through :func:`~robotlab_django.sync_bridge.blocking` (the sync caller's
+    thread under :func:`stream_run`), and each batch leaves the coalescer there.
 
     Args:
         thread_id: The thread's primary key (the group and the rows' thread).
@@ -249,13 +266,11 @@ async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
     done = False
     try:
         while not done:
-            batch, done = await batches.take()
-            if batch:
-                emitted = time.time()
-                payload = await blocking(_persist, thread_id, result_id, batch)
-                if layer is not None:
-                    await publish(layer, message(thread_id, result_id, prev, payload, emitted))
-                prev = last_cursor(payload, prev)
+            done = await batches.due()
+            payload, emitted = await blocking(batches.store, thread_id, result_id)
+            if payload and layer is not None:
+                await publish(layer, message(thread_id, result_id, prev, payload, emitted))
+            prev = last_cursor(payload, prev)
     except BaseException:
         task.cancel()
         raise
