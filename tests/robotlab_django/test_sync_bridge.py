@@ -10,18 +10,18 @@ from django.db import transaction
 
 from robotlab._runtime import get_loop, run_sync
 from robotlab_django.models import Thread
-from robotlab_django.sync_bridge import blocking, call_sync
+from robotlab_django.sync_bridge import blocking, blocks_own_thread, call_sync
 
 
-async def _where() -> tuple[asyncio.AbstractEventLoop, int]:
-    """The loop the coroutine runs on, and the thread its blocking work ran in."""
-    return asyncio.get_running_loop(), await blocking(threading.get_ident)
+async def _where() -> tuple[asyncio.AbstractEventLoop, int, bool]:
+    """The loop the coroutine runs on, the thread its blocking work ran in, and whether that thread is its own."""
+    return asyncio.get_running_loop(), await blocking(threading.get_ident), blocks_own_thread()
 
 
 def test_a_sync_call_runs_the_coroutine_on_robotlabs_loop_and_blocking_work_in_the_caller() -> None:
-    loop, worker = call_sync(_where)
+    loop, worker, own = call_sync(_where)
     assert loop is get_loop()
-    assert worker == threading.get_ident()
+    assert worker == threading.get_ident() and own is True
 
 
 @pytest.mark.django_db
@@ -35,9 +35,9 @@ def test_blocking_work_sees_the_callers_transaction() -> None:
 
 
 async def test_an_async_caller_gets_djangos_thread_sensitive_executor() -> None:
-    loop, worker = await _where()
+    loop, worker, own = await _where()
     assert loop is asyncio.get_running_loop() and loop is not get_loop()
-    assert worker != threading.get_ident()
+    assert worker != threading.get_ident() and own is False  # Django's executor is shared: never wait there
 
 
 def test_errors_come_back_to_the_caller() -> None:
