@@ -24,6 +24,8 @@ import asyncio
 import logging
 from typing import Any
 
+from robotlab._runtime import get_loop
+
 from .conf import app_settings
 
 __all__ = ["MESSAGE_TYPE", "SWEEP_DELAY", "get_layer", "last_cursor", "message", "publish",
@@ -76,13 +78,17 @@ def register_consumer_loop(loop: asyncio.AbstractEventLoop) -> None:
     _consumer_loop = loop
 
 
+def _is_memory(layer: Any) -> bool:
+    from channels.layers import InMemoryChannelLayer
+
+    return isinstance(layer, InMemoryChannelLayer)
+
+
 def _home(layer: Any) -> asyncio.AbstractEventLoop | None:
     """The loop ``layer``'s sends belong on when it is not the running one: the consumers' loop of an
     in-memory layer, if registered and running; else ``None`` (the running loop)."""
-    from channels.layers import InMemoryChannelLayer
-
     loop = _consumer_loop
-    if not isinstance(layer, InMemoryChannelLayer) or loop is None or loop.is_closed() or not loop.is_running():
+    if not _is_memory(layer) or loop is None or loop.is_closed() or not loop.is_running():
         return None
     return None if loop is asyncio.get_running_loop() else loop
 
@@ -125,8 +131,14 @@ def _start_sweep(layer: Any, message: dict[str, Any]) -> None:
 
 
 def sweep_later(layer: Any, message: dict[str, Any]) -> None:
-    """Send ``message`` (a run's last ``prev``, no events) ``SWEEP_DELAY`` seconds from now, without waiting."""
+    """Send ``message`` (a run's last ``prev``, no events) ``SWEEP_DELAY`` seconds from now, without waiting.
+
+    An in-memory layer is swept only where a consumer may listen: on the consumers' loop, or on an async
+    caller's own loop; not on RobotLab's loop, which only serves sync callers.
+    """
     loop = _home(layer) or asyncio.get_running_loop()
+    if loop is get_loop() and _is_memory(layer):
+        return
     try:
         loop.call_soon_threadsafe(loop.call_later, SWEEP_DELAY, _start_sweep, layer, message)
     except RuntimeError:  # the loop closed since (the consumers' loop of a finished test, say): no sweep
