@@ -18,18 +18,18 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self, overload
 
 from . import hooks as hook_system
+from ._ruby import strip as ruby_strip
 from ._runtime import get_loop, run_sync
 from .delegation import DelegationFuture
 from .errors import DependencyError
 from .messages import TextMessage
 from .result import RobotResult
-from .text_analysis import ruby_strip
 
 if TYPE_CHECKING:
     from ._loop import RunState
-    from .history import HistoryResult
     from .memory import Memory
     from .run_config import RunConfig
+    from .text.history_search import HistoryResult
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "DEFAULT_COMPACT_THRESHOLD", "LEARNINGS_HEADER", "Hooking"]
 
@@ -200,7 +200,7 @@ class Hooking:
     ) -> Self:
         """Drop (or summarize) old turns unrelated to the recent ones; see
         :class:`~robotlab.HistoryCompressor`. Returns the robot."""
-        from .history import HistoryCompressor
+        from .text.compression import HistoryCompressor
 
         compressor = HistoryCompressor(
             messages=self.messages,
@@ -276,7 +276,7 @@ class Hooking:
     def search_history(self, query: str, *, limit: int = 5) -> list[HistoryResult]:
         """The messages of :attr:`messages` most relevant to ``query``, best first (at most ``limit``);
         each hit's ``index`` is its position in :attr:`messages`. See :func:`robotlab.search_history`."""
-        from .history import search_history
+        from .text.history_search import search_history
 
         return search_history(self._messages, query, limit=limit)
 

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from ._ruby import format_number
 from .errors import BudgetExceeded
-from .text_analysis import format_number
 
 __all__ = ["Ledger"]
 

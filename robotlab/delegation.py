@@ -20,8 +20,8 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from . import errors
+from ._ruby import format_number
 from .errors import DelegationTimeout
-from .text_analysis import format_number
 
 __all__ = ["DelegationFuture", "DelegationTimeout"]
 

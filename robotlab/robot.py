@@ -28,8 +28,8 @@ from .run_config import RunConfig
 from .runnable import Runnable
 from .streaming import Chunk, Event, EventEmitter
 from .templates import LLM_FIELDS, Template
-from .tool_manifest import tool_registry
 from .tools import FunctionTool, Tool
+from .tools.manifest import tool_registry
 
 if TYPE_CHECKING:
     from .agent_skill import AgentSkill, AgentSkillCatalog

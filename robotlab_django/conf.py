@@ -42,7 +42,7 @@ SETTINGS: dict[str, Setting] = {
         nullable=True),
     "LLM": Setting(
         None, (str,), "Dotted path to (or a callable) returning the LLM object that app-built robots send "
-        "requests to when the caller passes none: 'robotlab.demo.DemoLLM' runs offline. None uses litellm.",
+        "requests to when the caller passes none: 'robotlab.testing.DemoLLM' runs offline. None uses litellm.",
         nullable=True),
     "API_BASE": Setting(
         None, (str,), "Endpoint for the litellm client of app-built robots (a proxy, an OpenAI-compatible "

@@ -22,6 +22,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections, connections, transaction
 from django.dispatch import receiver
 
+from robotlab.errors import RobotLabError
+
 from . import network_turns
 from .claims import release_stuck
 from .conf import app_settings
@@ -40,7 +42,7 @@ _threads: set[threading.Thread] = set()
 _threads_lock = threading.Lock()
 
 
-class NothingToRerunError(ValueError):
+class NothingToRerunError(RobotLabError, ValueError):
     """The thread has no user message to run again."""
 
 

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from robotlab.errors import RobotLabError
 from robotlab.streaming import Event
 
 from . import claims, network_turns
@@ -40,7 +41,7 @@ logger = logging.getLogger("robotlab_django")
 EventCallback = Callable[[Event], Any]
 
 
-class RunFailedError(RuntimeError):
+class RunFailedError(RobotLabError, RuntimeError):
     """A robot run failed; ``result`` is the stored (``failed``) row and ``__cause__`` the error."""
 
     def __init__(self, result: Any) -> None:

@@ -143,7 +143,7 @@ class MCPClient:
     # -- requests ----------------------------------------------------------------------------------
     async def _request(self, fn: Callable[[Any], Awaitable[T]]) -> T:
         if self._connection is None or self._connection.is_closed:
-            raise MCPError(f"Not connected to MCP server: {self.server.name}")
+            raise MCPError(f"Not connected to MCP server: {self.server.name}", server_name=self.server.name)
         return await self._connection.call(fn)
 
     async def _raw_request(self, message: Mapping[str, Any]) -> dict[str, Any]:

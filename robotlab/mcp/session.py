@@ -81,7 +81,7 @@ class Connection:
             if self._client is not None:
                 return
             if self.is_closed:
-                raise MCPError(f"Not connected to MCP server: {self.config.name}")
+                raise MCPError(f"Not connected to MCP server: {self.config.name}", server_name=self.config.name)
             loop = asyncio.get_running_loop()
             ready: asyncio.Future[None] = loop.create_future()
             ready.add_done_callback(lambda f: f.cancelled() or f.exception())
@@ -160,7 +160,7 @@ class Connection:
 
     async def _call(self, fn: Callable[[Any], Awaitable[T]]) -> T:
         if self.is_closed:
-            raise MCPError(f"Not connected to MCP server: {self.config.name}")
+            raise MCPError(f"Not connected to MCP server: {self.config.name}", server_name=self.config.name)
         if self._client is None:
             await self._reconnect()
         import anyio

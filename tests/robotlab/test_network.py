@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from robotlab import hooks
-from robotlab.ask import QueueChannel
 from robotlab.errors import ConfigurationError, InferenceError
 from robotlab.llm import LLM, LLMClient, LLMRequest, LLMResponse
 from robotlab.memory import Memory
@@ -23,6 +22,7 @@ from robotlab.task import FlowResult, Task
 from robotlab.testing.fake import FakeLLM, FunctionLLM, raise_, tool_call
 from robotlab.testing.server import FakeLLMServer, call, reply
 from robotlab.tools import AskUser, Tool
+from robotlab.tools.ask import QueueChannel
 
 MODEL = "openai/gpt-4o-mini"
 
