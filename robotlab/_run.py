@@ -259,7 +259,8 @@ async def step(robot: Robot, result: FlowResult) -> FlowResult:
     return await run_robot_step(robot, result)
 
 
-def delegate(delegator: str, *, to: Any, task: Any, async_: bool = False, **run_kwargs: Any) -> Any:
+def delegate(delegator: str, *, to: Any, task: Any, async_: bool = False,
+             **run_kwargs: Any) -> RobotResult | DelegationFuture:
     """Have robot ``to`` run ``task`` (keyword arguments go to its ``run``) on behalf of robot ``delegator``.
 
     Synchronous by default: returns the delegatee's result with ``duration`` and ``delegated_by`` set.
@@ -285,10 +286,10 @@ def delegate(delegator: str, *, to: Any, task: Any, async_: bool = False, **run_
     return future
 
 
-async def adelegate(delegator: str, *, to: Any, task: Any, **run_kwargs: Any) -> Any:
+async def adelegate(delegator: str, *, to: Any, task: Any, **run_kwargs: Any) -> RobotResult:
     """:func:`delegate`, awaited: the delegatee's result with ``duration`` and ``delegated_by`` set."""
     started = time.monotonic()
-    result = await to.arun(task, **run_kwargs)
+    result: RobotResult = await to.arun(task, **run_kwargs)
     result.duration = time.monotonic() - started
     result.delegated_by = delegator
     return result

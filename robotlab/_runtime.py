@@ -230,7 +230,7 @@ async def _close_litellm_clients() -> None:
         return
     from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
 
-    await close_litellm_async_clients()
+    await close_litellm_async_clients()  # type: ignore[no-untyped-call]  # litellm leaves it unannotated
     litellm.in_memory_llm_clients_cache.flush_cache()
 
 

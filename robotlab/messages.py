@@ -20,9 +20,6 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from ._record import Record, string_keys, symbol_name
-from ._record import compact as _compact  # noqa: F401  # memory.py imports these three from here
-from ._record import dumps as _dumps  # noqa: F401
-from ._record import iso8601 as _iso8601  # noqa: F401
 
 __all__ = [
     "coerce_message",

@@ -249,7 +249,8 @@ class Task:
 
         async def step() -> FlowResult:
             answer = self.robot.call(self.enhanced_result(result))
-            return await answer if inspect.isawaitable(answer) else answer
+            flow: FlowResult = await answer if inspect.isawaitable(answer) else answer
+            return flow
 
         memory = self.memory if self.memory is not None else getattr(self.network, "memory", None)
         per_run = (result.context.get("run_params") or {}).get("hooks")

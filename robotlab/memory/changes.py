@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..messages import _compact, _dumps, _iso8601
+from .._record import compact as _compact
+from .._record import dumps as _dumps
+from .._record import iso8601 as _iso8601
 
 __all__ = ["ChangeListener", "MemoryChange"]
 

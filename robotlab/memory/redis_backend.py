@@ -124,7 +124,7 @@ class RedisBackend:
         self._expiry = "" if ttl is None else str(max(1, int(ttl * 1000)))
         self._swap = self.client.register_script(_SWAP_SCRIPT)
         self._feed: ChangeFeed | None = None
-        self._stop_listening: weakref.finalize | None = None
+        self._stop_listening: weakref.finalize[Any, Any] | None = None
         self.client.ping()
 
     @property
@@ -182,7 +182,8 @@ class RedisBackend:
         return None if old is None else json.loads(old)
 
     def _scan(self) -> Iterator[str]:
-        return self.client.scan_iter(match=f"{self.namespace}:*", count=500)
+        keys: Iterator[str] = self.client.scan_iter(match=f"{self.namespace}:*", count=500)
+        return keys
 
     def keys(self) -> list[str]:
         """Every stored key, sorted (Redis keeps no insertion order)."""

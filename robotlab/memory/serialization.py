@@ -11,7 +11,8 @@ import copy as _copy
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..messages import Message, _compact
+from .._record import compact as _compact
+from ..messages import Message
 from ..result import RobotResult
 from .state import StateProxy
 

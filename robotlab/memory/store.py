@@ -14,7 +14,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
-from ..messages import Message, _dumps
+from .._record import dumps as _dumps
+from ..messages import Message
 from ..text.document_store import DocumentStore
 from .backends import BackendKind, HashBackend, create_backend
 from .changes import MemoryChange

@@ -51,7 +51,8 @@ class _Subscription:
 def _check_callback(callback: Any, method: str) -> Callback:
     if callback is None or callback is UNSET or not callable(callback):
         raise ValueError(f"Block required for {method}")
-    return callback
+    checked: Callback = callback
+    return checked
 
 
 def _decorator(add: Callable[[Any], str]) -> Callable[[F], F]:

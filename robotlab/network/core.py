@@ -6,7 +6,7 @@ the running in :mod:`robotlab.network.runner`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -45,7 +45,7 @@ def _path_to(start: Any, target: Network, seen: set[int]) -> list[str] | None:
     return None
 
 
-class Network(Runnable):
+class Network(Runnable[FlowResult]):
     """Robots run as the tasks of a dependency graph (Ruby ``RobotLab::Network``).
 
     Build one with :func:`create_network`. ``robots`` is keyed by TASK name, while a run's
@@ -230,7 +230,7 @@ class Network(Runnable):
         emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None
         turn = LocalTurn(self, state, params, emitter)
 
-        def execute() -> Any:
+        def execute() -> Awaitable[FlowResult]:
             return run_hooked("network_run", turn.execute, network=self, per_run_hooks=handlers, context=params,
                               memory=self.memory, config=self.config)
 

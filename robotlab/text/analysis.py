@@ -93,7 +93,8 @@ def load_classifier() -> ModuleType:
     """Import the stemmer package (Ruby ``load_classifier_gem``); kept apart so tests can replace it."""
     import snowballstemmer
 
-    return snowballstemmer
+    module: ModuleType = snowballstemmer
+    return module
 
 
 def require_classifier() -> None:

@@ -83,7 +83,7 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
             return [strip(v) for v in node]
         return node
 
-    cleaned = strip(schema)
+    cleaned: dict[str, Any] = strip(schema)
     cleaned.setdefault("type", "object")
     cleaned.setdefault("properties", {})
     return cleaned
