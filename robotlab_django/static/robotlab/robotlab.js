@@ -94,7 +94,8 @@
   // POST to .../results/<id>/<action>/ (answer, cancel); JSON back, or an error shown under the reply.
   function control(entry, action, fields) {
     if (!entry.resultId) { return Promise.resolve(null); }
-    var body = new FormData();
+    var body = new FormData();  // never empty: Django rejects a multipart body without a part
+    body.append("csrfmiddlewaretoken", csrfToken());
     Object.keys(fields || {}).forEach(function (key) { body.append(key, fields[key]); });
     return fetch(resultsUrl + entry.resultId + "/" + action + "/", {
       method: "POST", body: body, credentials: "same-origin",
