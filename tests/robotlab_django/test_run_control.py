@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.urls import reverse
 from django.utils import timezone
 
 import robotlab
 from robotlab.llm.types import LLMRequest, LLMResponse
 from robotlab.testing import FakeLLM, text, tool_call
 from robotlab.tools import AskUser
-from robotlab_django import run_control, services
+from robotlab_django import executor, run_control, services
 from robotlab_django.models import RobotResult, RunEvent, RunStep, Status, Thread
 from robotlab_django.records import start_run
 from robotlab_django.registry import registry
@@ -145,12 +146,16 @@ def test_cancel_stops_a_streaming_reply_within_a_second_and_keeps_the_partial_te
     settings.ROBOTLAB = {**settings.ROBOTLAB, "LLM": lambda: llm}
     thread = Thread.objects.create(user=owner, robot_name="planner")
     row = start_run(thread, "planner", "Write a lot")
-    worker = threading.Thread(target=services.execute_run, args=(row.pk,), kwargs={"raise_errors": False})
+    streamed = threading.Event()
+
+    def on_event(event: Any) -> None:
+        if event.kind == "text.delta":
+            streamed.set()
+
+    worker = threading.Thread(target=services.execute_run, args=(row.pk,),
+                              kwargs={"raise_errors": False, "on_event": on_event})
     worker.start()
-    assert llm.sent.wait(10)
-    while not RunEvent.objects.filter(result_id=row.pk, kind="text.delta").exists():
-        assert worker.is_alive()
-        llm.sent.wait(0.05)
+    assert streamed.wait(10)
     asked = time.monotonic()
     run_control.cancel(row, owner)
     worker.join(5)
@@ -160,3 +165,75 @@ def test_cancel_stops_a_streaming_reply_within_a_second_and_keeps_the_partial_te
     assert row.status == Status.CANCELLED
     assert row.reply.startswith("w0 w1 ") and len(row.reply.split()) < llm.chunks
     assert _kinds(row)[-2:] == ["run.cancelled", "stream.ended"]
+
+
+def test_a_network_task_that_asks_parks_its_row_and_the_turn_waits_until_the_answer(
+        scripted_llm: Callable[..., FakeLLM], settings: Any, clean_registry: None, owner: Any) -> None:
+    from robotlab.network import create_network
+
+    def asknet(**options: Any) -> Any:
+        network = create_network(name="asknet")
+        network.task("planner", robotlab.build(name="planner", system_prompt="You pick plans.",
+                                               local_tools=[AskUser], **options))
+        return network
+
+    registry.register_network(asknet, name="asknet", replace=True)
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "EXECUTOR": "sync", "DISTRIBUTED_NETWORKS": True}
+    first = scripted_llm(tool_call(ASK, question="Which plan?", choices=["basic", "pro"]))
+    thread = Thread.objects.create(user=owner, robot_name="asknet")
+    turn = start_run(thread, "asknet", "Sign me up")
+    executor.dispatch(turn)
+    turn.refresh_from_db()
+    [task] = RobotResult.objects.filter(parent_id=turn.pk)
+    assert (turn.status, task.status) == (Status.AWAITING, Status.AWAITING)
+    assert turn.question["question"] == task.question["question"] == "Which plan?"
+    assert len(first.requests) == 1
+
+    again = scripted_llm(text("Pro it is."))
+    done = run_control.answer(turn, "2", owner)  # the turn's row forwards the answer to its waiting task
+    task.refresh_from_db()
+    assert (done.status, done.reply) == (Status.COMPLETED, "Pro it is.")
+    assert (task.status, task.reply, task.answers[0]["answer"]) == (Status.COMPLETED, "Pro it is.", "2")
+    assert len(again.requests) == 1 and again.requests[0].messages[-1]["content"] == "pro"
+
+
+def test_cancelling_a_waiting_network_turn_cancels_its_waiting_task(
+        scripted_llm: Callable[..., FakeLLM], settings: Any, clean_registry: None, owner: Any) -> None:
+    from robotlab.network import create_network
+
+    def asknet(**options: Any) -> Any:
+        network = create_network(name="asknet")
+        network.task("planner", robotlab.build(name="planner", local_tools=[AskUser], **options))
+        return network
+
+    registry.register_network(asknet, name="asknet", replace=True)
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "EXECUTOR": "sync", "DISTRIBUTED_NETWORKS": True}
+    scripted_llm(tool_call(ASK, question="Which plan?"))
+    turn = start_run(Thread.objects.create(user=owner, robot_name="asknet"), "asknet", "Sign me up")
+    executor.dispatch(turn)
+    done = run_control.cancel(turn, owner)
+    [task] = RobotResult.objects.filter(parent_id=turn.pk)
+    assert (done.status, task.status) == (Status.CANCELLED, Status.CANCELLED)
+    assert _kinds(done)[-2:] == ["run.cancelled", "stream.ended"]
+
+
+def test_the_post_endpoints_answer_and_cancel_for_the_owner_only(scripted_llm: Callable[..., FakeLLM],
+                                                               planner: None, owner: Any, client: Any,
+                                                               settings: Any) -> None:
+    from tests.robotlab_django.test_views import URLCONF
+
+    settings.ROOT_URLCONF = URLCONF
+
+    row, _llm = _park(scripted_llm, owner)
+    answer_url = reverse("robotlab:post_answer", kwargs={"pk": row.thread_id, "result_pk": row.pk})
+    cancel_url = reverse("robotlab:post_cancel", kwargs={"pk": row.thread_id, "result_pk": row.pk})
+    json_accept = {"HTTP_ACCEPT": "application/json"}
+    client.force_login(get_user_model().objects.create_user("other", password="pw"))
+    assert client.post(cancel_url, **json_accept).status_code == 404
+    assert client.post(answer_url, {"answer": "1"}, **json_accept).status_code == 404
+    client.force_login(owner)
+    scripted_llm(text("Basic it is."))
+    answered = client.post(answer_url, {"answer": "1"}, **json_accept)
+    assert answered.status_code == 202 and answered.json()["result"]["status"] == "completed"
+    again = client.post(cancel_url, **json_accept)
+    assert again.status_code == 409 and "nothing to cancel" in again.json()["error"]
