@@ -58,7 +58,7 @@ from robotlab.streaming import (
 from robotlab.task import FlowResult
 from robotlab.tools.parking import ParkingChannel, RunParked
 
-from . import checkpoints, claims, run_control
+from . import checkpoints, claims, run_watch
 from .abstract_models import Status
 from .chat_history import load_history
 from .conf import app_settings
@@ -329,16 +329,16 @@ async def arun_task(row: Any, *, llm: Any = None, options: Mapping[str, Any] | N
         inputs: dict[str, str] = {}
         failures: dict[str, tuple[str, str]] = {}
         try:
-            flow = await run_control.watch(row, astream_run(
+            flow = await run_watch.watch(row, astream_run(
                 turn.thread_id, row.pk,
                 lambda callback: network.arun_task(name, state, turn.input or None, run_id=turn.run_id,
                                                    on_event=_listener(callback, base, inputs, failures)),
                 on_event=on_event))
         except RunParked as parked:  # the task row (and its turn) wait for the answer; no process does
-            await blocking(run_control.park, row, parked.request.to_dict())
+            await blocking(run_watch.park, row, parked.request.to_dict())
             return []
-        except run_control.RunCancelledError:
-            await run_control.astop_cancelled(row, {"duration": time.monotonic() - started})
+        except run_watch.RunCancelledError:
+            await run_watch.astop_cancelled(row, {"duration": time.monotonic() - started})
             return []
         except Exception as exc:
             await blocking(save_row, row, {"status": Status.FAILED, "error": str(exc) or type(exc).__name__,

@@ -1,17 +1,16 @@
 """Steering a run from outside: answer its robot's question, cancel it, expire an unanswered question.
 
 A robot of a Django run asks its user through a :class:`robotlab.tools.parking.ParkingChannel`: the run
-stops (:func:`park`: the row is ``awaiting`` with its ``question``, and no process waits). The thread's
-owner answers with :func:`answer` (the chat page, a websocket frame, a POST, a protocol server): the
-answer joins the row's ``answers``, ``hitl.resolved`` goes out, and the row is queued again for any
-worker, which replays the steps done before the question (:mod:`robotlab_django.checkpoints`) and gives
+stops (:func:`robotlab_django.run_watch.park`: the row is ``awaiting`` with its ``question``, and no process
+waits). The thread's owner answers with :func:`answer` (the chat page, a websocket frame, a POST, a protocol
+server): the answer joins the row's ``answers``, ``hitl.resolved`` goes out, and the row is queued again for
+any worker, which replays the steps done before the question (:mod:`robotlab_django.checkpoints`) and gives
 the robot the answer. :func:`cancel` ends a queued, running or awaiting run (or network turn) as
-``cancelled``: a running one notices within ``ROBOTLAB["CANCEL_POLL_INTERVAL"]`` (:func:`watch`).
-:func:`expire_parked` fails the runs parked longer than ``ROBOTLAB["ASK_TIMEOUT"]``.
+``cancelled``: a running one notices within ``ROBOTLAB["CANCEL_POLL_INTERVAL"]``
+(:func:`robotlab_django.run_watch.watch`). :func:`expire_parked` fails the runs parked longer than
+``ROBOTLAB["ASK_TIMEOUT"]``.
 
-Why the row's status carries a cancel: every worker process of every executor (thread, sync, Celery)
-already shares the database, and a run's own row is one indexed read; a cache key or a channel-layer
-message would need Redis everywhere (the channel layer may be in-memory, per process).
+How a running run notices a cancel, and how a run parks, is :mod:`robotlab_django.run_watch`'s.
 
 The service functions raise :class:`RunControlError` subclasses a protocol layer maps to its errors:
 :class:`NotOwnerError` (answer 404: the run is not the caller's), :class:`NotAwaitingError` and
@@ -20,10 +19,8 @@ The service functions raise :class:`RunControlError` subclasses a protocol layer
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -35,12 +32,9 @@ from robotlab.tools.ask import resolve_answer
 from .abstract_models import Status
 from .conf import app_settings
 from .event_stream import publish_events
-from .sync_bridge import blocking
 
-__all__ = ["CANCELLABLE", "NotAwaitingError", "NotOwnerError", "RunCancelledError", "RunControlError",
-           "RunFinishedError", "answer", "astop_cancelled", "cancel", "expire_parked", "is_owner", "park", "watch"]
-
-T = TypeVar("T")
+__all__ = ["CANCELLABLE", "NotAwaitingError", "NotOwnerError", "RunControlError", "RunFinishedError", "answer",
+           "cancel", "expire_parked", "is_owner"]
 
 #: The statuses a cancel applies to.
 CANCELLABLE = (Status.QUEUED, Status.RUNNING, Status.RETRYING, Status.AWAITING)
@@ -66,10 +60,6 @@ class RunFinishedError(RunControlError):
     """The run is finished (completed, failed, skipped or cancelled): there is nothing to cancel."""
 
 
-class RunCancelledError(RobotLabError, RuntimeError):
-    """Raised by :func:`watch` when the watched run's row was cancelled and its coroutine stopped."""
-
-
 def is_owner(row: Any, user: Any, *, staff: bool = False) -> bool:
     """Whether ``user`` owns ``row``'s thread (``staff=True``: or is staff)."""
     if user is None or not getattr(user, "is_authenticated", False):
@@ -82,23 +72,6 @@ def is_owner(row: Any, user: Any, *, staff: bool = False) -> bool:
 
 def _fresh(row: Any) -> Any:
     return type(row).objects.get(pk=row.pk)
-
-
-def park(row: Any, request: dict[str, Any], partial: dict[str, Any] | None = None) -> bool:
-    """Store the running ``row`` as ``awaiting`` on ``request`` (``AskRequest.to_dict()``); a task row's
-    network turn waits with it. ``False`` when the row was cancelled meanwhile."""
-    now = timezone.now()
-    fields = {"status": Status.AWAITING, "question": dict(request), "parked_at": now, "updated_at": now,
-              **(partial or {})}
-    with transaction.atomic():
-        if not type(row).objects.filter(pk=row.pk, status=Status.RUNNING).update(**fields):
-            return False
-        if row.parent_id is not None:  # the turn shows the question and waits
-            type(row).objects.filter(pk=row.parent_id, status=Status.RUNNING).update(
-                status=Status.AWAITING, question=dict(request), parked_at=now, updated_at=now)
-    for name, value in fields.items():
-        setattr(row, name, value)
-    return True
 
 
 def answer(row: Any, text: str, user: Any = None, *, check_owner: bool = True) -> Any:
@@ -153,7 +126,8 @@ def cancel(row: Any, user: Any = None, *, staff: bool = False, check_owner: bool
     """Cancel a queued, running or awaiting run (or network turn, with its unfinished tasks).
 
     A queued or awaiting run ends now (``run.cancelled`` goes out here); a running one stops at its
-    next check (:func:`watch`), keeps what it produced so far and sends ``run.cancelled`` itself.
+    next check (:func:`robotlab_django.run_watch.watch`), keeps what it produced so far and sends
+    ``run.cancelled`` itself.
 
     Args:
         row: The run.
@@ -220,45 +194,3 @@ def expire_parked(*, timeout: float | None = None) -> list[Any]:
     return failed
 
 
-def _store_stopped(row: Any, fields: dict[str, Any]) -> None:
-    now = timezone.now()
-    type(row).objects.filter(pk=row.pk, status=Status.CANCELLED).update(**fields, finished_at=now, updated_at=now)
-    for name, value in fields.items():
-        setattr(row, name, value)
-    row.status = Status.CANCELLED
-
-
-async def astop_cancelled(row: Any, partial: dict[str, Any]) -> None:
-    """Keep what the cancelled ``row`` produced so far (``partial`` columns: reply, messages, tokens) and send
-    ``run.cancelled`` and ``stream.ended``."""
-    from .event_stream import apublish_events
-
-    await blocking(_store_stopped, row, partial)
-    await apublish_events(row, [(RUN_CANCELLED, {"robot": row.robot_name}), (STREAM_ENDED, {})])
-
-
-def _status(row: Any) -> str:
-    return str(type(row).objects.filter(pk=row.pk).values_list("status", flat=True).first() or "")
-
-
-async def watch(row: Any, work: Awaitable[T]) -> T:
-    """Await ``work`` while checking ``row``'s status every ``ROBOTLAB["CANCEL_POLL_INTERVAL"]`` seconds.
-
-    Raises:
-        RunCancelledError: the row was cancelled; ``work`` was cancelled (it stops at its next ``await``:
-            between two chunks of a streaming reply).
-    """
-    task = asyncio.ensure_future(work)
-    interval = float(app_settings.CANCEL_POLL_INTERVAL)
-    try:
-        while True:
-            done, _ = await asyncio.wait([task], timeout=interval)
-            if done:
-                return task.result()
-            if await blocking(_status, row) == Status.CANCELLED:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-                raise RunCancelledError(f"Run {row.pk} was cancelled.")
-    finally:
-        if not task.done():
-            task.cancel()

@@ -26,7 +26,7 @@ from robotlab.errors import RobotLabError
 from robotlab.streaming import TEXT_DELTA, Event
 from robotlab.tools.parking import RunParked
 
-from . import claims, network_turns, run_control
+from . import claims, network_turns, run_watch
 from .abstract_models import Status
 from .conf import app_settings
 from .event_stream import apublish_failure, astream_run
@@ -77,7 +77,7 @@ async def aexecute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any
 
     Returns:
         The row, ``completed`` or ``failed``; ``awaiting`` when its robot asked the user a question
-        (:mod:`robotlab_django.run_control`), ``cancelled`` when it was cancelled meanwhile (with the
+        (:mod:`robotlab_django.run_watch`), ``cancelled`` when it was cancelled meanwhile (with the
         reply streamed so far).
     """
     started = time.monotonic()
@@ -93,15 +93,15 @@ async def aexecute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any
     try:
         work = await blocking(prepare, row, llm=llm, options=robot_options)
         prepared = work
-        value = await run_control.watch(row, astream_run(
+        value = await run_watch.watch(row, astream_run(
             row.thread_id, row.pk,
             lambda callback: prepared.arun(prepared.message, run_id=row.run_id, on_event=callback),
             on_event=collect))
     except RunParked as parked:  # no process waits: the answer queues the row again
-        await blocking(run_control.park, row, parked.request.to_dict(), work.partial() if work else None)
+        await blocking(run_watch.park, row, parked.request.to_dict(), work.partial() if work else None)
         return row
-    except run_control.RunCancelledError:
-        await run_control.astop_cancelled(row, {"reply": "".join(texts), "duration": time.monotonic() - started,
+    except run_watch.RunCancelledError:
+        await run_watch.astop_cancelled(row, {"reply": "".join(texts), "duration": time.monotonic() - started,
                                                 **(work.partial() if work else {})})
         return row
     except Exception as exc:
