@@ -14,10 +14,11 @@ message would need Redis everywhere (the channel layer may be in-memory, per pro
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from robotlab.errors import RobotLabError
@@ -31,6 +32,8 @@ from .sync_bridge import blocking
 __all__ = ["RunCancelledError", "astop_cancelled", "park", "watch"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("robotlab_django")
 
 
 class RunCancelledError(RobotLabError, RuntimeError):
@@ -87,7 +90,12 @@ async def watch(row: Any, work: Awaitable[T]) -> T:
             done, _ = await asyncio.wait([task], timeout=interval)
             if done:
                 return task.result()
-            if await blocking(_status, row) == Status.CANCELLED:
+            try:
+                status = await blocking(_status, row)
+            except DatabaseError as exc:  # a busy or dropped database: look again at the next interval
+                logger.info("robotlab: could not read the status of run %s (%s); checking again", row.pk, exc)
+                continue
+            if status == Status.CANCELLED:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 raise RunCancelledError(f"Run {row.pk} was cancelled.")

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 
@@ -141,7 +142,9 @@ class SlowLLM:
 
 
 def test_cancel_stops_a_streaming_reply_within_a_second_and_keeps_the_partial_text(
-        settings: Any, planner: None, owner: Any) -> None:
+        settings: Any, planner: None, owner: Any, postgres: None) -> None:
+    """On PostgreSQL (the run writes from its thread while this one cancels: the in-memory SQLite database
+    locks whole tables); the browser test checks the same on the example project's SQLite file."""
     llm = SlowLLM()
     settings.ROBOTLAB = {**settings.ROBOTLAB, "LLM": lambda: llm}
     thread = Thread.objects.create(user=owner, robot_name="planner")
@@ -152,8 +155,13 @@ def test_cancel_stops_a_streaming_reply_within_a_second_and_keeps_the_partial_te
         if event.kind == "text.delta":
             streamed.set()
 
-    worker = threading.Thread(target=services.execute_run, args=(row.pk,),
-                              kwargs={"raise_errors": False, "on_event": on_event})
+    def work() -> None:
+        try:
+            services.execute_run(row.pk, raise_errors=False, on_event=on_event)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=work)
     worker.start()
     assert streamed.wait(10)
     asked = time.monotonic()
