@@ -28,6 +28,7 @@ from .errors import DependencyError
 from .messages import TextMessage
 from .result import RobotResult
 from .streaming import Chunk, Event, EventEmitter
+from .tools.parking import RunParked
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -137,7 +138,10 @@ async def _execute(robot: Robot, run_context: hooks.RunHookContext, *, tools: An
         with streaming.emitting(emitter):  # tools (AskUser's channel) add events to this run's stream
             result = await _generate(robot, request, usage, run_context)
     except BaseException as exc:
-        if emitter is not None:
+        if emitter is not None and isinstance(exc, asyncio.CancelledError):
+            emitter.emit(streaming.RUN_CANCELLED, robot=robot.name)
+            emitter.emit(streaming.STREAM_ENDED)
+        elif emitter is not None and not isinstance(exc, RunParked):  # a parked run resumes later
             emitter.emit(streaming.RUN_FAILED, robot=robot.name, error=str(exc), error_type=type(exc).__name__)
             emitter.emit(streaming.STREAM_ENDED)
         raise

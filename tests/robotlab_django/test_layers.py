@@ -21,14 +21,14 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("models and registry", {"abstract_models", "models", "registry", "checks", "scaffolding"}),
     ("storage", {"access", "broadcast", "chat_history", "checkpoints", "erasure", "records", "retention",
                  "revocation", "transcript", "turn_graph", "usage", "user_errors"}),
-    ("event stream", {"event_stream", "networks"}),
+    ("event stream", {"event_stream", "networks", "run_watch"}),
     ("units of work", {"claims", "runnables", "network_turns"}),
     ("execution", {"runner"}),
     ("celery", {"tasks"}),
     ("dispatch", {"executor"}),
-    ("services", {"jobs", "services"}),
-    ("entry points", {"", "admin", "apps", "asgi", "consumers", "erasure_admin", "management", "routing", "urls",
-                      "views"}),
+    ("services", {"jobs", "run_control", "services"}),
+    ("entry points", {"", "admin", "admin_control", "apps", "asgi", "consumers", "erasure_admin", "management",
+                      "routing", "urls", "views"}),
 ]
 
 #: Imports that the layers would allow but the design does not: (importer, imported, why).

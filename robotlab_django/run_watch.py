@@ -1,0 +1,104 @@
+"""A run's side of parking and cancel: park a row on its robot's question, notice a cancel, stop.
+
+:mod:`robotlab_django.runner` and :mod:`robotlab_django.network_turns` execute a run inside :func:`watch`,
+which reads the row's status every ``ROBOTLAB["CANCEL_POLL_INTERVAL"]`` seconds and stops the run when it
+was cancelled (:func:`astop_cancelled` then keeps what it produced and sends ``run.cancelled``); a run
+whose robot asked its user is stored ``awaiting`` by :func:`park`. Answering and cancelling from
+outside are :mod:`robotlab_django.run_control`'s.
+
+Why the row's status carries a cancel: every worker process of every executor (thread, sync, Celery)
+already shares the database, and a run's own row is one indexed read; a cache key or a channel-layer
+message would need Redis everywhere (the channel layer may be in-memory, per process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from robotlab.errors import RobotLabError
+from robotlab.streaming import RUN_CANCELLED, STREAM_ENDED
+
+from .abstract_models import Status
+from .conf import app_settings
+from .event_stream import apublish_events
+from .sync_bridge import blocking
+
+__all__ = ["RunCancelledError", "astop_cancelled", "park", "watch"]
+
+T = TypeVar("T")
+
+logger = logging.getLogger("robotlab_django")
+
+
+class RunCancelledError(RobotLabError, RuntimeError):
+    """Raised by :func:`watch` when the watched run's row was cancelled and its coroutine stopped."""
+
+
+def park(row: Any, request: dict[str, Any], partial: dict[str, Any] | None = None) -> bool:
+    """Store the running ``row`` as ``awaiting`` on ``request`` (``AskRequest.to_dict()``); a task row's
+    network turn waits with it. ``False`` when the row was cancelled meanwhile."""
+    now = timezone.now()
+    fields = {"status": Status.AWAITING, "question": dict(request), "parked_at": now, "updated_at": now,
+              **(partial or {})}
+    with transaction.atomic():
+        if not type(row).objects.filter(pk=row.pk, status=Status.RUNNING).update(**fields):
+            return False
+        if row.parent_id is not None:  # the turn shows the question and waits
+            type(row).objects.filter(pk=row.parent_id, status=Status.RUNNING).update(
+                status=Status.AWAITING, question=dict(request), parked_at=now, updated_at=now)
+    for name, value in fields.items():
+        setattr(row, name, value)
+    return True
+
+
+def _store_stopped(row: Any, fields: dict[str, Any]) -> None:
+    now = timezone.now()
+    type(row).objects.filter(pk=row.pk, status=Status.CANCELLED).update(**fields, finished_at=now, updated_at=now)
+    for name, value in fields.items():
+        setattr(row, name, value)
+    row.status = Status.CANCELLED
+
+
+async def astop_cancelled(row: Any, partial: dict[str, Any]) -> None:
+    """Keep what the cancelled ``row`` produced so far (``partial`` columns: reply, messages, tokens) and send
+    ``run.cancelled`` and ``stream.ended``."""
+    await blocking(_store_stopped, row, partial)
+    await apublish_events(row, [(RUN_CANCELLED, {"robot": row.robot_name}), (STREAM_ENDED, {})])
+
+
+def _status(row: Any) -> str:
+    return str(type(row).objects.filter(pk=row.pk).values_list("status", flat=True).first() or "")
+
+
+async def watch(row: Any, work: Awaitable[T]) -> T:
+    """Await ``work`` while checking ``row``'s status every ``ROBOTLAB["CANCEL_POLL_INTERVAL"]`` seconds.
+
+    Raises:
+        RunCancelledError: the row was cancelled; ``work`` was cancelled (it stops at its next ``await``:
+            between two chunks of a streaming reply).
+    """
+    task = asyncio.ensure_future(work)
+    interval = float(app_settings.CANCEL_POLL_INTERVAL)
+    try:
+        while True:
+            done, _ = await asyncio.wait([task], timeout=interval)
+            if done:
+                return task.result()
+            try:
+                status = await blocking(_status, row)
+            except DatabaseError as exc:  # a busy or dropped database: look again at the next interval
+                logger.info("robotlab: could not read the status of run %s (%s); checking again", row.pk, exc)
+                continue
+            if status == Status.CANCELLED:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise RunCancelledError(f"Run {row.pk} was cancelled.")
+    finally:
+        if not task.done():
+            task.cancel()
