@@ -30,6 +30,7 @@ from .streaming import Chunk, Event, EventEmitter
 from .templates import LLM_FIELDS, Template
 from .tools import FunctionTool, Tool
 from .tools.manifest import tool_registry
+from .tools.parking import RunParked
 
 if TYPE_CHECKING:
     from .agent_skill import AgentSkill, AgentSkillCatalog
@@ -635,7 +636,10 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
             with streaming.emitting(emitter):  # tools (AskUser's channel) add events to this run's stream
                 result = await self._generate(state, run_context)
         except BaseException as exc:
-            if emitter is not None:
+            if emitter is not None and isinstance(exc, asyncio.CancelledError):
+                emitter.emit(streaming.RUN_CANCELLED, robot=self.name)
+                emitter.emit(streaming.STREAM_ENDED)
+            elif emitter is not None and not isinstance(exc, RunParked):  # a parked run resumes later
                 emitter.emit(streaming.RUN_FAILED, robot=self.name, error=str(exc), error_type=type(exc).__name__)
                 emitter.emit(streaming.STREAM_ENDED)
             raise

@@ -71,6 +71,7 @@ EventKind = Literal[
     "hitl.resolved",
     "usage.updated",
     "metadata.updated",
+    "run.cancelled",
     "stream.ended",
 ]
 
@@ -83,6 +84,7 @@ TOOL_CALL_COMPLETED: Final = "tool_call.completed"
 USAGE_UPDATED: Final = "usage.updated"
 HITL_REQUESTED: Final = "hitl.requested"
 HITL_RESOLVED: Final = "hitl.resolved"
+RUN_CANCELLED: Final = "run.cancelled"
 STEP_STARTED: Final = "step.started"
 STEP_COMPLETED: Final = "step.completed"
 STEP_FAILED: Final = "step.failed"

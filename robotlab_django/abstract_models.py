@@ -42,7 +42,8 @@ def new_run_id() -> str:
 
 class Status(models.TextChoices):
     """The life of a run: queued -> running -> completed or failed (retrying between attempts); a network
-    task that will not run (its turn ended first) is skipped."""
+    task that will not run (its turn ended first) is skipped. A run whose robot asked the user waits
+    ``awaiting`` (no process holds it) until the answer queues it again; a cancelled run is ``cancelled``."""
 
     QUEUED = "queued", _("queued")
     RUNNING = "running", _("running")
@@ -50,6 +51,8 @@ class Status(models.TextChoices):
     COMPLETED = "completed", _("completed")
     FAILED = "failed", _("failed")
     SKIPPED = "skipped", _("skipped")
+    AWAITING = "awaiting", _("awaiting an answer")
+    CANCELLED = "cancelled", _("cancelled")
 
 
 class ThreadQuerySet(models.QuerySet):
@@ -121,6 +124,10 @@ class RobotResultQuerySet(models.QuerySet):
         """Runs queued, running or waiting for a retry."""
         return self.filter(status__in=[Status.QUEUED, Status.RUNNING, Status.RETRYING])
 
+    def awaiting(self) -> RobotResultQuerySet:
+        """Runs parked on a question to their user."""
+        return self.filter(status=Status.AWAITING)
+
 
 class AbstractRobotResult(models.Model):
     """One robot run on a thread (Rails ``robot_lab_results`` plus status, usage and errors).
@@ -165,6 +172,13 @@ class AbstractRobotResult(models.Model):
     turn_version = models.PositiveIntegerField(_("turn version"), default=0,
                                                help_text=_("Bumped by every change of the turn state; a change "
                                                            "applies only over the version it read."))
+    question = models.JSONField(_("pending question"), default=dict, blank=True, encoder=RobotLabJSONEncoder,
+                                help_text=_("The question an awaiting run waits on: request_id, question, "
+                                            "choices, default, robot."))
+    answers = models.JSONField(_("answers"), default=list, blank=True, encoder=RobotLabJSONEncoder,
+                               help_text=_("The user's answers to the run's questions, oldest first."))
+    parked_at = models.DateTimeField(_("parked at"), null=True, blank=True,
+                                     help_text=_("When the run last started waiting for an answer."))
     created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
@@ -192,8 +206,8 @@ class AbstractRobotResult(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        """Whether the run completed, failed or was skipped."""
-        return self.status in (Status.COMPLETED, Status.FAILED, Status.SKIPPED)
+        """Whether the run completed, failed, was skipped or cancelled."""
+        return self.status in (Status.COMPLETED, Status.FAILED, Status.SKIPPED, Status.CANCELLED)
 
     def output_messages(self) -> list[Any]:
         """``output_data`` as :class:`robotlab.messages.Message` objects."""

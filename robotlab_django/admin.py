@@ -36,6 +36,7 @@ from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
 from . import services
+from .admin_control import cancel_runs, pending_question
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
 from .erasure_admin import erase_owners
@@ -339,8 +340,9 @@ def _result_change_url_name(model: type[models.Model]) -> str:
 class RobotResultAdmin(_URLs, admin.ModelAdmin):
     """Robot results, read-only: filters, search, tokens and cost with totals, and a usage page."""
 
-    list_display = ("__str__", "thread_link", "status", "llm_model", "input_tokens", "output_tokens",
-                    "cost_display", "duration_display", "created_at")
+    list_display = ("__str__", "thread_link", "status", pending_question, "llm_model", "input_tokens",
+                    "output_tokens", "cost_display", "duration_display", "created_at")
+    actions = (cancel_runs,)
     list_filter = ("robot_name", "status", "model", "created_at")
     search_fields = ("thread__session_id", "input", "reply", "checksum", "run_id", "task_id")
     list_select_related = ("thread",)
@@ -348,7 +350,8 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
     ordering = ("-created_at", "-pk")
     fields = ("thread", "sequence_number", "robot_name", "status", "input", "reply", "transcript_display",
               "stop_reason", "checksum", "model", "input_tokens", "output_tokens", "cost_display",
-              "duration_display", "error_type", "error", "delegated_by", "run_id", "task_id", "attempts",
+              "duration_display", "question", "answers", "parked_at", "error_type", "error", "delegated_by",
+              "run_id", "task_id", "attempts",
               "created_at", "started_at", "finished_at", "task_name", "worker", "worker_pid", "task_graph_display",
               "output_display", "tool_calls_display", "messages_display")
     readonly_fields = fields

@@ -113,6 +113,12 @@ SETTINGS: dict[str, Setting] = {
         32_000, (int,), "Longest user message, in characters, the services accept (ValueError beyond)."),
     "ADMIN_USAGE_DAYS": Setting(
         30, (int,), "Days shown by default on the admin usage page."),
+    "ASK_TIMEOUT": Setting(
+        86_400, (int, float), "Seconds a run may wait 'awaiting' an answer to its robot's question (AskUser); "
+        "robotlab_requeue_stuck fails the runs parked longer (error_type 'AskTimeout')."),
+    "CANCEL_POLL_INTERVAL": Setting(
+        0.25, (int, float), "Seconds between a running run's checks of its row for a cancel (a streaming reply "
+        "stops within this plus one chunk)."),
     "RETENTION_DAYS": Setting(
         None, (int,), "Default age in days for 'manage.py robotlab_prune' when --older-than is not given; "
         "None makes --older-than required.", nullable=True),
@@ -175,6 +181,9 @@ class AppSettings:
     MAX_MESSAGE_LENGTH = property(lambda self: self.get("MAX_MESSAGE_LENGTH"),
                                   doc=SETTINGS["MAX_MESSAGE_LENGTH"].doc)
     ADMIN_USAGE_DAYS = property(lambda self: self.get("ADMIN_USAGE_DAYS"), doc=SETTINGS["ADMIN_USAGE_DAYS"].doc)
+    ASK_TIMEOUT = property(lambda self: self.get("ASK_TIMEOUT"), doc=SETTINGS["ASK_TIMEOUT"].doc)
+    CANCEL_POLL_INTERVAL = property(lambda self: self.get("CANCEL_POLL_INTERVAL"),
+                                    doc=SETTINGS["CANCEL_POLL_INTERVAL"].doc)
     RETENTION_DAYS = property(lambda self: self.get("RETENTION_DAYS"), doc=SETTINGS["RETENTION_DAYS"].doc)
     ERASE_ON_USER_DELETE = property(lambda self: self.get("ERASE_ON_USER_DELETE"),
                                     doc=SETTINGS["ERASE_ON_USER_DELETE"].doc)

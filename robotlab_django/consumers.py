@@ -25,6 +25,8 @@ Client to server::
 
     {"type": "resume", "after": <cursor>}   # or ?after=<cursor> on the URL: replay, then live
     {"type": "message", "text": "..."}      # the owner only: queue a run of the thread's robot
+    {"type": "answer", "result_id": 12, "text": "..."}   # the owner only: answer a parked run's question
+    {"type": "cancel", "result_id": 12}     # the owner only: cancel a queued, running or awaiting run
 
 The ``cursor`` is the ``RunEvent`` primary key (see :mod:`robotlab_django.event_stream`). The consumer
 joins the group before it replays, and drops live events it already sent, so nothing falls in
@@ -113,6 +115,28 @@ def _text_problem(text: str) -> str:
     except UnicodeEncodeError:
         return "The message is not valid Unicode (an unpaired surrogate); remove the broken character."
     return ""
+
+
+def _control_run(thread_id: int, user: Any, session: Any, content: dict[str, Any]) -> dict[str, Any]:
+    """An ``answer`` or ``cancel`` frame: ``{"type": "answered"|"cancelled", "result_id", "status"}`` or an error."""
+    from . import run_control
+
+    thread, owner = visible_thread(thread_id, user, session)
+    if thread is None or not owner:
+        return {"type": "error", "error": "Only the thread's owner may answer or cancel its runs."}
+    row = thread.results.filter(pk=content.get("result_id")).first() if isinstance(
+        content.get("result_id"), int) else None
+    if row is None:
+        return {"type": "error", "error": 'No run of this thread has that "result_id".'}
+    try:
+        if content["type"] == "answer":
+            row = run_control.answer(row, content["text"], user, check_owner=False)
+        else:
+            row = run_control.cancel(row, user, check_owner=False)
+    except run_control.RunControlError as exc:
+        return {"type": "error", "error": str(exc)}
+    return {"type": "answered" if content["type"] == "answer" else "cancelled", "result_id": row.pk,
+            "status": str(row.status)}
 
 
 class ThreadConsumer(AsyncJsonWebsocketConsumer):
@@ -238,8 +262,14 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
                 return
             self.checked_at = time.monotonic()
             await self.send_json(answer)
+        elif kind in ("answer", "cancel"):
+            if kind == "answer" and not isinstance(content.get("text"), str):
+                await self._error('An answer needs a "text" (a string).')
+                return
+            await self.send_json(await database_sync_to_async(_control_run)(
+                self.thread_id, self.scope.get("user"), self.scope.get("session"), content))
         else:
-            await self._error(f"Unknown frame type {kind!r}; send 'resume' or 'message'.")
+            await self._error(f"Unknown frame type {kind!r}; send 'resume', 'message', 'answer' or 'cancel'.")
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Handle a message; live batches skip Channels' per-message ``close_old_connections``.

@@ -47,9 +47,11 @@ __all__ = [
     "STORE_ATTEMPTS",
     "STORE_BACKOFF",
     "Coalescer",
+    "apublish_events",
     "apublish_failure",
     "astream_run",
     "persist_events",
+    "publish_events",
     "publish_failure",
     "stored_position",
     "stream_run",
@@ -318,18 +320,32 @@ def stream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
     return call_sync(astream_run, thread_id, result_id, start, on_event=on_event, layer=layer)
 
 
-async def apublish_failure(row: Any, error: str, error_type: str) -> None:
-    """Store and send ``run.failed`` and ``stream.ended`` for a run that failed before its robot ran."""
+async def apublish_events(row: Any, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """Store and send ``events`` (``(kind, data)`` pairs) of ``row``'s run after its last stored event.
+
+    For events no running robot sends: a failure before the robot ran, an answer to a parked run's
+    question, the cancel of a run no worker holds.
+    """
     offset, prev = await blocking(stored_position, row.pk)
-    events = [Event(kind=RUN_FAILED, run_id=row.run_id, seq=offset + 1, ts=time.time(),
-                    data={"robot": row.robot_name, "error": error, "error_type": error_type}),
-              Event(kind=STREAM_ENDED, run_id=row.run_id, seq=offset + 2, ts=time.time())]
-    emitted = time.time()
-    payload = await blocking(_persist, row.thread_id, row.pk, events)
+    now = time.time()
+    stored = [Event(kind=kind, run_id=row.run_id, seq=offset + index, ts=now, data=dict(data))
+              for index, (kind, data) in enumerate(events, start=1)]
+    payload = await blocking(_persist, row.thread_id, row.pk, stored)
     layer = get_layer()
     if layer is not None:
-        await publish(layer, message(row.thread_id, row.pk, prev, payload, emitted))
-        sweep_later(layer, message(row.thread_id, row.pk, last_cursor(payload, prev), [], emitted))
+        await publish(layer, message(row.thread_id, row.pk, prev, payload, now))
+        sweep_later(layer, message(row.thread_id, row.pk, last_cursor(payload, prev), [], now))
+
+
+def publish_events(row: Any, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """:func:`apublish_events` from sync code."""
+    call_sync(apublish_events, row, events)
+
+
+async def apublish_failure(row: Any, error: str, error_type: str) -> None:
+    """Store and send ``run.failed`` and ``stream.ended`` for a run that failed before its robot ran."""
+    await apublish_events(row, [(RUN_FAILED, {"robot": row.robot_name, "error": error, "error_type": error_type}),
+                                (STREAM_ENDED, {})])
 
 
 def publish_failure(row: Any, error: str, error_type: str) -> None:

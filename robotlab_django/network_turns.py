@@ -56,8 +56,9 @@ from robotlab.streaming import (
     Event,
 )
 from robotlab.task import FlowResult
+from robotlab.tools.parking import ParkingChannel, RunParked
 
-from . import checkpoints, claims
+from . import checkpoints, claims, run_control
 from .abstract_models import Status
 from .chat_history import load_history
 from .conf import app_settings
@@ -80,7 +81,7 @@ MEMORY_TTL = 24 * 3600
 ADVANCE_ATTEMPTS = 50
 _ROBOT_LIFECYCLE = (RUN_STARTED, RUN_COMPLETED, RUN_FAILED)
 _ROUTING = "(routing)"  # the key of a routing error among the state's errors
-_FINISHED = (Status.COMPLETED, Status.FAILED)
+_FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
 
 #: Sent (``pks``: the task rows just queued, committed) by :func:`execute` and :func:`settle_exhausted`, from
 #: sync code; :mod:`robotlab_django.executor` dispatches them.
@@ -323,15 +324,22 @@ async def arun_task(row: Any, *, llm: Any = None, options: Mapping[str, Any] | N
         robot = network.tasks[name].robot
         if isinstance(robot, Robot):
             await blocking(checkpoints.attach, robot, row)
+            robot.ask_channel = ParkingChannel(row.answers or [])
         base = (1 + list(state.dependencies).index(name)) * SEQ_BLOCK
         inputs: dict[str, str] = {}
         failures: dict[str, tuple[str, str]] = {}
         try:
-            flow = await astream_run(
+            flow = await run_control.watch(row, astream_run(
                 turn.thread_id, row.pk,
                 lambda callback: network.arun_task(name, state, turn.input or None, run_id=turn.run_id,
                                                    on_event=_listener(callback, base, inputs, failures)),
-                on_event=on_event)
+                on_event=on_event))
+        except RunParked as parked:  # the task row (and its turn) wait for the answer; no process does
+            await blocking(run_control.park, row, parked.request.to_dict())
+            return []
+        except run_control.RunCancelledError:
+            await run_control.astop_cancelled(row, {"duration": time.monotonic() - started})
+            return []
         except Exception as exc:
             await blocking(save_row, row, {"status": Status.FAILED, "error": str(exc) or type(exc).__name__,
                                            "error_type": type(exc).__name__, "duration": time.monotonic() - started})

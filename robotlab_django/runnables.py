@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from robotlab.network import Network
 from robotlab.robot import Robot
 from robotlab.streaming import Event
+from robotlab.tools.parking import ParkingChannel
 
 from . import checkpoints
 from .chat_history import load_history
@@ -161,9 +162,13 @@ def prepare(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = No
     message = row.input or None
     if registry.is_network(row.robot_name):
         network = build_network(row.robot_name, llm=llm, **dict(options or {}))
+        for task in network.tasks.values():
+            if isinstance(task.robot, Robot):
+                task.robot.ask_channel = ParkingChannel(row.answers or [])
         return NetworkTurn(network, load_history(row.thread_id, before=row.sequence_number), message)
     robot = build_robot(row.robot_name, llm=llm, **dict(options or {}))
     history = load_history(row.thread_id, before=row.sequence_number)
     robot.replace_messages(history)
     checkpoints.attach(robot, row)  # an execution after a lost worker replays the steps already done
+    robot.ask_channel = ParkingChannel(row.answers or [])  # AskUser parks the run; the answer resumes it
     return RobotWork(robot, message, len(history))

@@ -23,9 +23,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from robotlab.errors import RobotLabError
-from robotlab.streaming import Event
+from robotlab.streaming import TEXT_DELTA, Event
+from robotlab.tools.parking import RunParked
 
-from . import claims, network_turns
+from . import claims, network_turns, run_control
 from .abstract_models import Status
 from .conf import app_settings
 from .event_stream import apublish_failure, astream_run
@@ -75,17 +76,34 @@ async def aexecute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any
             ``failed`` either way).
 
     Returns:
-        The row, ``completed`` or ``failed``.
+        The row, ``completed`` or ``failed``; ``awaiting`` when its robot asked the user a question
+        (:mod:`robotlab_django.run_control`), ``cancelled`` when it was cancelled meanwhile (with the
+        reply streamed so far).
     """
     started = time.monotonic()
     work: Work | None = None
+    texts: list[str] = []
+
+    def collect(event: Event) -> None:
+        if event.kind == TEXT_DELTA and "task" not in event.data:
+            texts.append(str(event.data.get("text") or ""))
+        if on_event is not None:
+            on_event(event)
+
     try:
         work = await blocking(prepare, row, llm=llm, options=robot_options)
         prepared = work
-        value = await astream_run(
+        value = await run_control.watch(row, astream_run(
             row.thread_id, row.pk,
             lambda callback: prepared.arun(prepared.message, run_id=row.run_id, on_event=callback),
-            on_event=on_event)
+            on_event=collect))
+    except RunParked as parked:  # no process waits: the answer queues the row again
+        await blocking(run_control.park, row, parked.request.to_dict(), work.partial() if work else None)
+        return row
+    except run_control.RunCancelledError:
+        await run_control.astop_cancelled(row, {"reply": "".join(texts), "duration": time.monotonic() - started,
+                                                **(work.partial() if work else {})})
+        return row
     except Exception as exc:
         await blocking(_store_failure, row, exc, work, started)
         if work is None:  # it failed before streaming anything: tell the watchers

@@ -15,4 +15,6 @@ urlpatterns = [
     path("threads/<int:pk>/", views.chat, name="chat"),
     path("threads/<int:pk>/messages/", views.post_message, name="post_message"),
     path("threads/<int:pk>/results/", views.results_json, name="results_json"),
+    path("threads/<int:pk>/results/<int:result_pk>/answer/", views.post_answer, name="post_answer"),
+    path("threads/<int:pk>/results/<int:result_pk>/cancel/", views.post_cancel, name="post_cancel"),
 ]

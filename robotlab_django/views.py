@@ -14,6 +14,7 @@ the run over the websocket (``ws/robotlab/threads/<pk>/``) or, without one, by p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.views import redirect_to_login
@@ -23,7 +24,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import executor, services
+from . import executor, run_control, services
 from .abstract_models import Status
 from .access import SESSION_KEY, default_robot, login_required
 from .conf import app_settings
@@ -150,6 +151,7 @@ def result_summary(row: Any) -> dict[str, Any]:
         "id": row.pk, "sequence_number": row.sequence_number, "run_id": row.run_id, "robot": row.robot_name,
         "status": row.status, "input": row.input, "reply": row.reply, "error": error,
         "error_type": error_type, "tools": tools, "is_finished": row.is_finished,
+        "question": row.question or None,
     }
 
 
@@ -197,8 +199,8 @@ def chat(request: HttpRequest, pk: int) -> HttpResponseBase:
     thread = _thread(request, pk)
     rows = app_settings.result_model().objects.filter(thread_id=thread.pk)
     results = list(rows.order_by("sequence_number"))
-    pending = [{"run_id": row.run_id, "sequence_number": row.sequence_number} for row in results
-               if not row.is_finished]
+    pending = [{"run_id": row.run_id, "sequence_number": row.sequence_number, "id": row.pk,
+                "question": row.question or None} for row in results if not row.is_finished]
     events = app_settings.event_model().objects.filter(thread_id=thread.pk)
     if pending:  # replay the unfinished runs from their first stored event
         run_ids = [item["run_id"] for item in pending]
@@ -243,6 +245,44 @@ def post_message(request: HttpRequest, pk: int) -> HttpResponseBase:
     if row is None:
         return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
     return redirect("robotlab:chat", pk=thread.pk)
+
+
+def _control(request: HttpRequest, pk: int, result_pk: int, act: Callable[[Any], Any]) -> HttpResponseBase:
+    """Apply ``act`` to the run ``result_pk`` of the visitor's thread ``pk``: 202 with the run, 404 when it is
+    not theirs, 409 with the reason when it does not apply."""
+    denied = _denied(request)
+    if denied is not None:
+        return denied
+    thread = _thread(request, pk)
+    row = thread.results.filter(pk=result_pk).first()
+    if row is None:
+        raise Http404("No such run.")
+    try:
+        row = act(row)
+    except run_control.RunControlError as exc:
+        if _wants_json(request):
+            return JsonResponse({"error": str(exc)}, status=409)
+        return HttpResponse(str(exc), status=409, content_type="text/plain; charset=utf-8")
+    if _wants_json(request):
+        return JsonResponse({"result": result_summary(row)}, status=202)
+    return redirect("robotlab:chat", pk=thread.pk)
+
+
+@require_POST
+def post_answer(request: HttpRequest, pk: int, result_pk: int) -> HttpResponseBase:
+    """Answer the question run ``result_pk`` waits on (form field ``answer``) and resume it."""
+    text = request.POST.get("answer")
+    if text is None:
+        return HttpResponse('Send the answer in the "answer" field.', status=400,
+                            content_type="text/plain; charset=utf-8")
+    return _control(request, pk, result_pk,
+                    lambda row: run_control.answer(row, text, request.user, check_owner=False))
+
+
+@require_POST
+def post_cancel(request: HttpRequest, pk: int, result_pk: int) -> HttpResponseBase:
+    """Cancel run ``result_pk`` (queued, running or awaiting)."""
+    return _control(request, pk, result_pk, lambda row: run_control.cancel(row, request.user, check_owner=False))
 
 
 def _int(value: str | None, default: int) -> int:

@@ -24,8 +24,8 @@ from robotlab.network import Network, create_network
 from robotlab.testing import DemoLLM
 from robotlab_django.registry import register_network, register_robot
 
-__all__ = ["CATEGORIES", "KEYWORDS", "ChatRobot", "DemoClassifier", "classify", "demo_llm", "route_support",
-           "support_network"]
+__all__ = ["CATEGORIES", "KEYWORDS", "ChatRobot", "ConciergeRobot", "DemoClassifier", "classify", "demo_llm",
+           "route_support", "support_network"]
 
 #: The specialists of the support network, by the category the classifier answers.
 CATEGORIES = {
@@ -56,6 +56,22 @@ class ChatRobot:
         return robotlab.build(name=cls.name, description=cls.description,
                               system_prompt="You are a friendly assistant. Be concise. Use your tools.",
                               local_tools=[current_time, calculate], **options)
+
+
+@register_robot
+class ConciergeRobot:
+    """An assistant that asks you before it answers (``AskUser``): the chat page shows its question as a
+    small form, and the run waits parked, holding no worker, until you answer."""
+
+    name = "concierge"
+    description = "An assistant that asks you a question before it answers"
+
+    @classmethod
+    def build(cls, **options: Any) -> robotlab.Robot:
+        """A fresh concierge robot."""
+        return robotlab.build(name=cls.name, description=cls.description,
+                              system_prompt="When anything is unclear, ask the user with your ask_user tool.",
+                              local_tools=[robotlab.AskUser], **options)
 
 
 #: Words of a customer message that pick a specialist when the classifier's reply names no category

@@ -20,6 +20,7 @@ from ..run_config import RunConfig
 from ..runnable import Runnable
 from ..streaming import Event, EventEmitter
 from ..task import FlowResult, Task, run_hooked
+from ..tools.parking import RunParked
 from . import graph
 from .broadcast import Broadcaster
 from .runner import LocalTurn, reply_of, run_nested, run_task
@@ -240,8 +241,9 @@ class Network(Runnable):
         try:
             result = await execute()
         except BaseException as exc:
-            emitter.emit(streaming.RUN_FAILED, network=self.name, error=str(exc), error_type=type(exc).__name__)
-            emitter.emit(streaming.STREAM_ENDED)
+            if not isinstance(exc, RunParked):  # a parked turn resumes later
+                emitter.emit(streaming.RUN_FAILED, network=self.name, error=str(exc), error_type=type(exc).__name__)
+                emitter.emit(streaming.STREAM_ENDED)
             raise
         emitter.emit(streaming.RUN_COMPLETED, network=self.name, reply=reply_of(result.value),
                      tasks=list(state.results))

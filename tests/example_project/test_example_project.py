@@ -304,3 +304,91 @@ def test_the_support_network_in_a_browser(live_site: str) -> None:
                 ["classifier", "billing_agent"])
         finally:
             browser.close()
+
+
+def _log_in(page: Any, live_site: str, robot: str) -> None:
+    page.goto(live_site + "/")
+    page.fill("#id_username", "demo")
+    page.fill("#id_password", "demo")
+    page.click("#rl-login")
+    page.select_option("#rl-robot", robot)
+    page.click("#rl-new-thread")
+    page.wait_for_selector("#robotlab-chat")
+
+
+def test_a_question_is_answered_on_the_chat_page_and_the_resumed_reply_streams_in(live_site: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            _log_in(page, live_site, "concierge")
+            expect(page.locator("#rl-connection")).to_have_text("live")
+            page.fill("#rl-input", "Ask the user which plan suits them")
+            page.click("#rl-send")
+            question = page.locator(".rl-message.assistant .rl-question")
+            expect(question.locator(".rl-question-text")).to_have_text("Ask the user which plan suits them")
+            expect(page.locator(".rl-message.assistant .rl-status").last).to_have_text("waiting for your answer")
+            # the run is parked: no worker holds it, and a reload shows the question again
+            page.reload()
+            expect(question.locator(".rl-question-text")).to_have_text("Ask the user which plan suits them")
+            expect(page.locator("#rl-connection")).to_have_text("live")
+            page.evaluate(RECORD_REPLIES)
+            question.locator(".rl-answer").fill("the <b>pro</b> plan")
+            question.locator(".rl-answer-send").click()
+            reply = page.locator(".rl-message.assistant .rl-text").last
+            expect(reply).to_have_text("I asked my tools: robot_lab--ask_user returned the <b>pro</b> plan.")
+            expect(question).to_have_count(0)
+            expect(page.locator(".rl-message.assistant .rl-status").last).to_be_empty()
+            assert page.locator(".rl-message b").count() == 0  # the answer is text, never HTML
+            final = reply.text_content()
+            snapshots: list[Any] = page.evaluate("window.__replies")
+            assert [text for text in snapshots if text and text != final and final.startswith(text)], snapshots
+        finally:
+            browser.close()
+
+
+RESULT_OF = """async (url) => {
+  const response = await fetch(url, {headers: {Accept: "application/json"}, credentials: "same-origin"});
+  const data = await response.json();
+  return data.results[data.results.length - 1];
+}"""
+
+
+def test_cancel_stops_a_streaming_reply_within_a_second_with_its_partial_text(live_site: str) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            _log_in(page, live_site, "chat")
+            expect(page.locator("#rl-connection")).to_have_text("live")
+            results_url = page.locator("#robotlab-chat").get_attribute("data-results-url")
+            # the demo model echoes the message a word every 20 ms: 400 words stream for about 8 s
+            page.fill("#rl-input", " ".join(f"word{index}" for index in range(400)))
+            page.click("#rl-send")
+            expect(page.locator(".rl-message.assistant .rl-text").last).to_contain_text("word5 ")
+            clicked = time.monotonic()
+            with page.expect_response(lambda response: response.url.endswith("/cancel/")) as cancelled:
+                page.locator(".rl-message.assistant .rl-cancel").last.click()
+            assert cancelled.value.status == 202, cancelled.value.text()
+            while True:
+                row = page.evaluate(RESULT_OF, results_url)
+                if row["status"] == "cancelled" and row["reply"]:
+                    break
+                assert time.monotonic() - clicked < 1.0, f"not cancelled within 1 s: {row}"
+                page.wait_for_timeout(50)
+            stopped = time.monotonic() - clicked
+            assert stopped < 1.0
+            print(f"cancelled with its partial reply {stopped:.3f} s after the click")
+            assert "word5 " in row["reply"] and "word399" not in row["reply"]
+            expect(page.locator(".rl-message.assistant.cancelled")).to_have_count(1)
+            expect(page.locator(".rl-message.assistant .rl-cancel")).to_have_count(0)
+            shown = page.locator(".rl-message.assistant .rl-text").last.text_content() or ""
+            assert shown.startswith("This is the offline demo model") and "word399" not in shown
+        finally:
+            browser.close()

@@ -229,7 +229,7 @@ async def test_bad_frames_get_an_error_and_the_socket_stays_open(close_connectio
         ("not json", "The frame is not JSON."),
         ("[1, 2]", 'A frame is a JSON object with a "type".'),
         (oversized, f"The frame has {len(oversized)} bytes; the limit is {MAX_FRAME_BYTES}."),
-        ('{"type": "dance"}', "Unknown frame type 'dance'; send 'resume' or 'message'."),
+        ('{"type": "dance"}', "Unknown frame type 'dance'; send 'resume', 'message', 'answer' or 'cancel'."),
         ('{"type": "resume", "after": "x"}', '"after" must be an integer cursor.'),
         ('{"type": "message", "text": "  "}', 'A message needs a non-empty "text".'),
     ):

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ...executor import requeue_stuck
+from ...run_control import expire_parked
 
 
 class Command(BaseCommand):
@@ -14,7 +15,8 @@ class Command(BaseCommand):
 
     help = ("Re-queue runs that have been running (or queued untouched) for longer than --lease seconds "
             "(default ROBOTLAB['RUN_LEASE']); runs out of attempts (ROBOTLAB['TASK_MAX_ATTEMPTS']) are "
-            "marked failed. Run it from cron or celery beat.")
+            "marked failed; runs awaiting an answer longer than ROBOTLAB['ASK_TIMEOUT'] are failed (AskTimeout). "
+            "Run it from cron or celery beat.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         """The command's options."""
@@ -30,3 +32,6 @@ class Command(BaseCommand):
         verb = ("Would re-queue", "would fail") if options["dry_run"] else ("Re-queued", "failed")
         self.stdout.write(f"{verb[0]} {len(requeued)} run(s) {list(requeued)}; {verb[1]} {len(failed)} "
                           f"run(s) {list(failed)}.")
+        if not options["dry_run"]:
+            expired = expire_parked()
+            self.stdout.write(f"Failed {len(expired)} run(s) awaiting an answer past ASK_TIMEOUT {expired}.")

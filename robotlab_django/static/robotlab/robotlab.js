@@ -8,8 +8,11 @@
  * with backoff and asks for what it missed ({"type": "resume", "after": <the last cursor seen>}); the per-run seq
  * drops duplicates. While a run is unfinished it also polls the thread's results (JSON): every 3 s
  * as a safety net with a websocket, every 0.4 s with the stored events too without one, so the
- * page streams even where no websocket is served. Model output is only ever written with
- * textContent / text nodes, never innerHTML.
+ * page streams even where no websocket is served. A run in flight has a Cancel button (POST
+ * .../results/<id>/cancel/); a robot's question (hitl.requested) shows as a small form under the reply,
+ * buttons for its choices or a text box, answered with POST .../results/<id>/answer/; hitl.resolved
+ * removes it and run.cancelled ends the reply with the text so far. Model output is only ever written
+ * with textContent / text nodes, never innerHTML.
  */
 (function () {
   "use strict";
@@ -83,14 +86,84 @@
     };
     var entry = {node: node, tools: part("rl-tools"), steps: part("rl-steps"), text: part("rl-text"),
                  status: part("rl-status"), error: part("rl-error"), seq: 0, done: true, streamed: false,
-                 badges: {}, stepBadges: {}, sequence: 0};
+                 badges: {}, stepBadges: {}, sequence: 0, resultId: null, question: null, cancel: null};
     runs[runId] = entry;
     return entry;
   }
 
-  function track(runId, sequence) {
+  // POST to .../results/<id>/<action>/ (answer, cancel); JSON back, or an error shown under the reply.
+  function control(entry, action, fields) {
+    if (!entry.resultId) { return Promise.resolve(null); }
+    var body = new FormData();  // never empty: Django rejects a multipart body without a part
+    body.append("csrfmiddlewaretoken", csrfToken());
+    Object.keys(fields || {}).forEach(function (key) { body.append(key, fields[key]); });
+    return fetch(resultsUrl + entry.resultId + "/" + action + "/", {
+      method: "POST", body: body, credentials: "same-origin",
+      headers: {Accept: "application/json", "X-CSRFToken": csrfToken()}
+    }).then(function (response) {
+      return response.json().catch(function () { return {error: "HTTP " + response.status}; });
+    }).then(function (data) {
+      if (data && data.error) { entry.error.textContent = String(data.error); }
+      return data;
+    }).catch(function () { entry.error.textContent = "Could not reach the server; try again."; return null; });
+  }
+
+  function cancelButton(entry) {
+    if (entry.cancel) { return; }
+    entry.cancel = make("button", "rl-cancel", "Cancel");
+    entry.cancel.type = "button";
+    entry.cancel.addEventListener("click", function () {
+      entry.cancel.disabled = true;
+      control(entry, "cancel", {}).then(function (data) {
+        if (data && data.result) { finish(entry, "cancelled", ""); } else if (entry.cancel) { entry.cancel.disabled = false; }
+      });
+    });
+    entry.node.appendChild(entry.cancel);
+  }
+
+  function dropQuestion(entry) {
+    if (entry.question) { entry.question.remove(); entry.question = null; }
+  }
+
+  // The robot's question as a small form: a button per choice, else a text box and Send.
+  function ask(entry, question) {
+    dropQuestion(entry);
+    var box = make("form", "rl-question");
+    box.appendChild(make("div", "rl-question-text", question.question || ""));
+    var submit = function (text) {
+      Array.prototype.forEach.call(box.querySelectorAll("button, input"), function (node) { node.disabled = true; });
+      control(entry, "answer", {answer: text}).then(function (data) {
+        if (data && data.result) { dropQuestion(entry); entry.status.textContent = "thinking…"; }
+        else { Array.prototype.forEach.call(box.querySelectorAll("button, input"), function (node) { node.disabled = false; }); }
+      });
+    };
+    var choices = Array.isArray(question.choices) ? question.choices : [];
+    if (choices.length) {
+      choices.forEach(function (choice) {
+        var button = make("button", "rl-choice", choice);
+        button.type = "button";
+        button.addEventListener("click", function () { submit(String(choice)); });
+        box.appendChild(button);
+      });
+    } else {
+      var field = make("input", "rl-answer");
+      field.type = "text";
+      field.name = "answer";
+      if (question["default"]) { field.placeholder = String(question["default"]); }
+      box.appendChild(field);
+      box.appendChild(make("button", "rl-answer-send", "Send"));
+      box.addEventListener("submit", function (event) { event.preventDefault(); submit(field.value); });
+    }
+    entry.question = box;
+    entry.node.appendChild(box);
+    entry.status.textContent = "waiting for your answer";
+  }
+
+  function track(runId, sequence, resultId) {
     var entry = reply(runId, true);
     entry.done = false;
+    if (resultId) { entry.resultId = resultId; }
+    cancelButton(entry);
     if (sequence) { entry.sequence = sequence; }
     if (!entry.status.textContent) { entry.status.textContent = "queued"; }
     schedulePoll();
@@ -120,8 +193,11 @@
 
   function finish(entry, status, error) {
     entry.done = true;
+    dropQuestion(entry);
+    if (entry.cancel) { entry.cancel.remove(); entry.cancel = null; }
     entry.status.textContent = status === "completed" ? "" : status;
     entry.node.classList.toggle("failed", status === "failed");
+    entry.node.classList.toggle("cancelled", status === "cancelled");
     if (error) { entry.error.textContent = error; }
   }
 
@@ -181,6 +257,16 @@
         case "run.completed":  // a network's final reply replaces the text of the robot shown last
           if ((!entry.streamed || entry.task) && event.reply) { entry.text.textContent = String(event.reply); }
           finish(entry, "completed", "");
+          break;
+        case "hitl.requested":
+          ask(entry, event);
+          break;
+        case "hitl.resolved":
+          dropQuestion(entry);
+          entry.status.textContent = "thinking…";
+          break;
+        case "run.cancelled":
+          finish(entry, "cancelled", "");
           break;
         case "run.failed":
           finish(entry, "failed", (event.error_type ? event.error_type + ": " : "") + (event.error || "the run failed"));
@@ -268,6 +354,10 @@
     var entry = runs[result.run_id];
     if (!entry || entry.done) { return; }
     entry.sequence = result.sequence_number;
+    entry.resultId = result.id;
+    if (result.status === "awaiting" && result.question && result.question.question && !entry.question) {
+      ask(entry, result.question);
+    }
     keepScrolled(function () {
       if (!result.is_finished) {
         if (!entry.streamed && !socketOpen) { entry.status.textContent = result.status; }
@@ -311,7 +401,7 @@
         if (!data.result) { showError(data.error || "The message was not accepted."); return; }
         var existing = runs[data.result.run_id];
         addUserMessage(text, existing ? existing.node : null);
-        var entry = track(data.result.run_id, data.result.sequence_number);
+        var entry = track(data.result.run_id, data.result.sequence_number, data.result.id);
         current = data.result.run_id;
         if (data.result.is_finished) { applyResult(data.result); }
         else if (!entry.streamed && entry.status.textContent === "queued") { entry.status.textContent = data.result.status; }
@@ -329,7 +419,11 @@
   // -- start -------------------------------------------------------------------------------
   var pendingNode = document.getElementById("rl-pending");
   var pending = pendingNode ? JSON.parse(pendingNode.textContent) : [];
-  pending.forEach(function (item) { track(item.run_id, item.sequence_number); current = item.run_id; });
+  pending.forEach(function (item) {
+    var entry = track(item.run_id, item.sequence_number, item.id);
+    if (item.question && item.question.question) { ask(entry, item.question); }
+    current = item.run_id;
+  });
   scroller.scrollTop = scroller.scrollHeight;
   connect();
 }());
