@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from tests.example_project.test_example_project import MANAGE, ROOT, _free_port, manage, project_env
 
 acp_client = pytest.importorskip("acp_sdk.client")
@@ -153,3 +154,33 @@ def test_another_users_run_is_not_found(acp_site: tuple[str, str, Path]) -> None
     response = httpx.get(f"{acp_site[0]}/runs/00000000-0000-0000-0000-000000000000",
                          headers={"Authorization": f"Bearer {other}"})
     assert response.status_code == 404 and response.json()["code"] == "not_found"
+
+
+def test_run_cancel_on_a_streaming_run_ends_it_cancelled(acp_site: tuple[str, str, Path]) -> None:
+    async def main() -> tuple[list[Any], Any]:
+        async with _client(acp_site) as client, _client(acp_site) as control:
+            events: list[Any] = []
+            async for event in client.run_stream("Tell me a long story about robots and their makers",
+                                                  agent="chat"):
+                events.append(event)
+                if event.type == "message.part" and sum(e.type == "message.part" for e in events) == 1:
+                    run_id = next(e.run.run_id for e in events if e.type == "run.created")
+                    cancelled = await control.run_cancel(run_id=run_id)
+                    assert cancelled.status.value in ("cancelling", "cancelled")
+            return events, await control.run_status(run_id=run_id)
+
+    events, run = asyncio.run(main())
+    assert events[-1].type == "run.cancelled"
+    assert run.status.value == "cancelled"
+    streamed = "".join(e.part.content for e in events if e.type == "message.part")
+    assert streamed and streamed.startswith(_stored_reply(acp_site[2], run.run_id))
+
+
+def test_the_docs_client_snippet_runs(acp_site: tuple[str, str, Path]) -> None:
+    page = (ROOT / "docs" / "django" / "acp.md").read_text()
+    snippet = page.split("## A client", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    env = {**project_env(acp_site[2].parent), "ROBOTLAB_TOKEN": acp_site[1], "ACP_URL": acp_site[0]}
+    done = subprocess.run([sys.executable, "-c", snippet], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "'chat'" in lines[0] and lines[1].startswith("completed ") and len(lines[2]) > 10
