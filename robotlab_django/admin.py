@@ -485,3 +485,5 @@ def register_models(thread_model: type[models.Model], result_model: type[models.
 
 
 register_models(Thread, RobotResult, step_model=RunStep)
+
+from . import token_admin  # noqa: E402,F401  (registers the API token admin)

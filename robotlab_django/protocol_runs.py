@@ -1,0 +1,101 @@
+"""The run service the protocol servers (ACP, A2A) share: start a run for a token's user on a thread,
+look a run or thread up for its owner only, wait for a run to settle, follow its stored events.
+
+Waiting and following read the database (the row's status, its :class:`RunEvent` rows), so they work
+whichever process or Celery worker executes the run; they check every :data:`POLL_INTERVAL` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from asgiref.sync import sync_to_async
+
+from . import executor, run_control
+from .abstract_models import Status
+from .conf import app_settings
+from .records import start_run
+
+__all__ = ["POLL_INTERVAL", "SETTLED", "SessionTakenError", "aanswer", "acancel", "afollow_events", "await_settled",
+           "find_run", "find_thread", "start_for_user"]
+
+#: Seconds between two reads of a run's row or events while waiting on it.
+POLL_INTERVAL = 0.05
+
+#: Row statuses a synchronous protocol call returns on: finished, or waiting for an answer.
+SETTLED: tuple[str, ...] = (str(Status.COMPLETED), str(Status.FAILED), str(Status.SKIPPED), str(Status.CANCELLED),
+                            str(Status.AWAITING))
+
+
+def find_thread(session_id: str, user: Any) -> Any:
+    """The thread with ``session_id`` owned by ``user``; ``None`` if missing or someone else's."""
+    return app_settings.thread_model().objects.filter(session_id=session_id, user=user).first()
+
+
+def find_run(run_id: str, user: Any) -> Any:
+    """The run row with ``run_id`` on a thread of ``user``; ``None`` if missing or someone else's."""
+    return (app_settings.result_model().objects.select_related("thread")
+            .filter(run_id=run_id, thread__user=user).first())
+
+
+class SessionTakenError(LookupError):
+    """The session id names a thread of another user."""
+
+
+def start_for_user(user: Any, agent: str, text: str, session_id: str | None) -> Any:
+    """Queue a run of ``agent`` for ``text`` on ``user``'s thread ``session_id`` (created if new) and
+    dispatch it to the configured executor; returns the row.
+
+    Raises:
+        SessionTakenError: the session id belongs to another user's thread.
+        UnknownRobotError: no robot or network ``agent``.
+        ValueError: the message is too long.
+    """
+    thread: Any = None
+    if session_id:
+        thread = find_thread(session_id, user)
+        if thread is None:
+            if app_settings.thread_model().objects.filter(session_id=session_id).exists():
+                raise SessionTakenError(session_id)
+            thread = session_id
+    row = start_run(thread, agent, text, user=user)
+    executor.dispatch(row)
+    return row
+
+
+async def await_settled(row: Any, statuses: tuple[str, ...] = SETTLED) -> Any:
+    """Re-read ``row`` until its status is one of ``statuses``; returns the fresh row."""
+    model = type(row)
+    while True:
+        fresh = await model.objects.select_related("thread").aget(pk=row.pk)
+        if fresh.status in statuses:
+            return fresh
+        await asyncio.sleep(POLL_INTERVAL)
+
+
+async def afollow_events(row: Any) -> AsyncIterator[dict[str, Any]]:
+    """The stored events of ``row`` as they arrive (``{"kind", ...data}``), until the run settles."""
+    event_model = app_settings.event_model()
+    last = 0
+    while True:
+        fresh = await type(row).objects.aget(pk=row.pk)
+        events = [event async for event in event_model.objects.filter(result_id=row.pk, pk__gt=last).order_by("pk")]
+        for event in events:
+            last = event.pk
+            yield event.to_dict()
+        if fresh.status in SETTLED and not events:
+            return
+        if not events:
+            await asyncio.sleep(POLL_INTERVAL)
+
+
+async def aanswer(row: Any, text: str, user: Any) -> Any:
+    """Answer ``row``'s pending question as ``user`` (see :func:`run_control.answer`)."""
+    return await sync_to_async(run_control.answer)(row, text, user)
+
+
+async def acancel(row: Any, user: Any) -> Any:
+    """Cancel ``row`` as ``user`` (see :func:`run_control.cancel`)."""
+    return await sync_to_async(run_control.cancel)(row, user)
