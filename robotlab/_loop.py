@@ -203,6 +203,7 @@ class RunState:
             output_tokens=self.output_tokens,
             cost=self.cost,
             model=response.model or self.model,
+            transport=response.transport,
             duration=duration,
         )
 

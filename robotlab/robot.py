@@ -22,6 +22,7 @@ from .bus import BusMessaging
 from .config import get_config
 from .errors import ConfigurationError
 from .llm import LLM, LLMClient
+from .llm.transport import AutoLLM
 from .mcp.management import MCPManagement
 from .result import RobotResult
 from .run_config import RunConfig
@@ -88,7 +89,8 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
             ``ROBOT_LAB_MODEL``, then the default of a provider whose API key is set.
         provider: Prefix for a bare model name (``provider="ollama", model="llama3"``).
         llm: The :class:`~robotlab.llm.LLM` to send requests to (a ``FakeLLM`` in tests);
-            a litellm :class:`~robotlab.llm.LLMClient` by default.
+            by default the transport the ``llm_transport`` setting picks for the model
+            (:class:`~robotlab.llm.transport.AutoLLM`: the direct client or litellm).
         mcp_servers: MCP server configurations for this robot.
         mcp: ``"none"``, ``"inherit"`` or a list of servers (the MCP hierarchy).
         tools: ``"none"``, ``"inherit"`` or a list of tool names (the tools hierarchy).
@@ -376,10 +378,11 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
 
     @property
     def llm(self) -> LLM:
-        """Where requests go: the ``llm=`` given, else litellm with the configured connection."""
+        """Where requests go: the ``llm=`` given, else the transport ``llm_transport`` picks per model
+        (:class:`~robotlab.llm.transport.AutoLLM`) with the configured connection."""
         if self._llm is None:
             settings = get_config().llm
-            self._llm = LLMClient(
+            self._llm = AutoLLM(
                 api_base=settings.api_base,
                 api_key=settings.api_key,
                 timeout=settings.request_timeout,
@@ -611,7 +614,7 @@ class Robot(Runnable, BusMessaging, Hooking, MCPManagement):
         callbacks = [*self._content_callbacks, *([on_content] if on_content else [])]
         text = None if message is None else str(message)
         model = self.model
-        if model is None and isinstance(self.llm, LLMClient):
+        if model is None and isinstance(self.llm, LLMClient | AutoLLM):
             get_config().require_model()
         await self._prepare_mcp(mcp, network_config=network_config, message=text)
         selected = self.resolve_tools(tools, network_config=network_config)

@@ -26,6 +26,7 @@ from ..errors import ConfigurationError, InferenceError
 from ._litellm import load_litellm
 from .guard import check_allow_real_requests, error_for
 from .pricing import cost_from_prices, price_per_token
+from .quirks import quirks_for
 from .types import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
 __all__ = ["OpenAICompatibleLLM"]
@@ -89,6 +90,9 @@ class OpenAICompatibleLLM:
         pricing: ``(input, output)`` USD per million tokens; by default litellm's price map is used for
             the model (unknown models cost 0.0).
         headers: Extra HTTP headers on every request.
+        provider: litellm's name for the provider (``openai``, ``groq``, ...), which :class:`AutoLLM`
+            passes: the model's ``<provider>/`` prefix is removed and parameters are renamed or dropped as
+            litellm does for that model (:mod:`robotlab.llm.quirks`). ``None`` sends them as given.
         extra: Any other field sent in every request body (``max_tokens=...``); a request's own
             parameters win.
 
@@ -104,6 +108,7 @@ class OpenAICompatibleLLM:
         num_retries: int | None = None,
         pricing: tuple[float, float] | None = None,
         headers: dict[str, str] | None = None,
+        provider: str | None = None,
         **extra: Any,
     ) -> None:
         if not api_base:
@@ -116,6 +121,7 @@ class OpenAICompatibleLLM:
         self.num_retries = num_retries or 0
         self.pricing = pricing
         self.extra = extra
+        self.provider = provider
         self._url = f"{self.api_base}/chat/completions"
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
@@ -145,15 +151,20 @@ class OpenAICompatibleLLM:
 
     def _body(self, request: LLMRequest, stream: bool) -> tuple[dict[str, Any], dict[str, str] | None]:
         model = request.model or ""
-        for prefix in _PREFIXES:
-            if model.startswith(prefix):
-                model = model[len(prefix) :]
-                break
+        params = request.params
+        if self.provider is not None:
+            model = model.removeprefix(f"{self.provider}/")
+            params = quirks_for(self.provider, model).apply(params) if params else params
+        else:
+            for prefix in _PREFIXES:
+                if model.startswith(prefix):
+                    model = model[len(prefix) :]
+                    break
         body: dict[str, Any] = {"model": model, "messages": request.messages}
         if request.tools:
             body["tools"] = request.tools
         body.update(self.extra)
-        body.update(request.params)
+        body.update(params)
         headers = body.pop("extra_headers", None)
         body.update(body.pop("extra_body", None) or {})
         schema = body.get("response_format")
@@ -294,5 +305,5 @@ class OpenAICompatibleLLM:
             cost = 0.0
         return LLMResponse(
             input_tokens=input_tokens, output_tokens=output_tokens, cost=cost,
-            model=response_model or model, **fields,
+            model=response_model or model, transport="direct", **fields,
         )
