@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError

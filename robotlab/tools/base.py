@@ -15,13 +15,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-
 from .. import hooks
 from ..errors import ToolError
 from .schema import clean_schema, docstring_parts, format_validation_error, signature_model, snake_case
 
 if TYPE_CHECKING:
     import pydantic
+
     from ..robot import Robot
 
 __all__ = ["Handler", "Tool", "call_in_thread_or_await"]
