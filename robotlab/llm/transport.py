@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ConfigurationError
 from .types import LLM, LLMRequest, LLMResponse, TextCallback
@@ -200,12 +201,10 @@ class AutoLLM:
         return self._litellm
 
     def _direct(self, model: str) -> LLM:
-        from .direct import OpenAICompatibleLLM
-
         endpoint = resolve_endpoint(model, self.api_base, self.api_key)
         assert endpoint is not None  # choose_transport said so
-        return OpenAICompatibleLLM(api_base=endpoint.api_base, api_key=endpoint.api_key, timeout=self.timeout,
-                                   num_retries=self.num_retries, provider=endpoint.provider)
+        return _shared_direct(endpoint, self.timeout, self.num_retries)
+
 
     async def complete(self, request: LLMRequest, *, on_text: TextCallback | None = None) -> LLMResponse:
         """Send ``request`` through its model's transport and record which one on the answer."""
@@ -218,3 +217,22 @@ class AutoLLM:
         response.transport = name
         return response
 
+
+_direct_clients: dict[tuple[Any, ...], LLM] = {}
+
+
+def _shared_direct(endpoint: Endpoint, timeout: float | None, num_retries: int | None) -> LLM:
+    """One direct client per endpoint and options, shared by every robot of the process.
+
+    Robots are cheap and often built per request; a client is not (its ``httpx.AsyncClient`` builds an SSL
+    context and a connection pool), so robots with the same connection share one and its kept-alive sockets.
+    """
+    from .direct import OpenAICompatibleLLM
+
+    key = (endpoint.provider, endpoint.api_base, endpoint.api_key, timeout, num_retries)
+    client = _direct_clients.get(key)
+    if client is None:
+        client = _direct_clients.setdefault(key, OpenAICompatibleLLM(
+            api_base=endpoint.api_base, api_key=endpoint.api_key, timeout=timeout, num_retries=num_retries,
+            provider=endpoint.provider))
+    return client
