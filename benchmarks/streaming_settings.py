@@ -30,6 +30,11 @@ if os.environ.get("BENCH_CAPACITY"):  # RedisChannelLayer drops messages to a ch
 if os.environ.get("BENCH_LAYER") == "pubsub":
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
                                   "CONFIG": CHANNEL_LAYERS["default"]["CONFIG"]}}
+if os.environ.get("BENCH_CHANNEL_PREFIX") and "CONFIG" in CHANNEL_LAYERS["default"]:
+    # this run's own channel names: Redis pub/sub ignores the database number, and the thread pks of two
+    # benchmarks running at once (each on its own database) are the same, so their groups would mix
+    CHANNEL_LAYERS = {"default": {**CHANNEL_LAYERS["default"], "CONFIG": {
+        **CHANNEL_LAYERS["default"]["CONFIG"], "prefix": os.environ["BENCH_CHANNEL_PREFIX"]}}}
 if os.environ.get("BENCH_LAYER") == "memory":
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     ROBOTLAB = {**ROBOTLAB, "EXECUTOR": "thread"}

@@ -155,3 +155,4 @@ class DelegationFuture:
     def __repr__(self) -> str:
         state = "resolved" if self.is_resolved else "pending"
         return f"<DelegationFuture robot_name={self._robot_name!r} delegated_by={self._delegated_by!r} {state}>"
+

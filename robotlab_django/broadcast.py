@@ -24,9 +24,11 @@ import asyncio
 import logging
 from typing import Any
 
+from robotlab._runtime import get_loop
+
 from .conf import app_settings
 
-__all__ = ["MESSAGE_TYPE", "SWEEP_DELAY", "get_layer", "last_cursor", "message", "publish",
+__all__ = ["MESSAGE_TYPE", "SWEEP_DELAY", "get_layer", "group_send", "last_cursor", "message", "publish",
            "register_consumer_loop", "sweep_later", "thread_group"]
 
 logger = logging.getLogger("robotlab_django")
@@ -76,13 +78,17 @@ def register_consumer_loop(loop: asyncio.AbstractEventLoop) -> None:
     _consumer_loop = loop
 
 
+def _is_memory(layer: Any) -> bool:
+    from channels.layers import InMemoryChannelLayer
+
+    return isinstance(layer, InMemoryChannelLayer)
+
+
 def _home(layer: Any) -> asyncio.AbstractEventLoop | None:
     """The loop ``layer``'s sends belong on when it is not the running one: the consumers' loop of an
     in-memory layer, if registered and running; else ``None`` (the running loop)."""
-    from channels.layers import InMemoryChannelLayer
-
     loop = _consumer_loop
-    if not isinstance(layer, InMemoryChannelLayer) or loop is None or loop.is_closed() or not loop.is_running():
+    if not _is_memory(layer) or loop is None or loop.is_closed() or not loop.is_running():
         return None
     return None if loop is asyncio.get_running_loop() else loop
 
@@ -95,24 +101,40 @@ async def _send(layer: Any, message: dict[str, Any]) -> None:
     """``group_send`` ``message`` to its thread's group; a failure, or a send still pending after
     ``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]`` seconds (a hung Redis, then cancelled), is logged, not raised:
     the layer is at-most-once anyway, and the rows, ``prev`` and the sweep cover the gap."""
+    await _send_to(layer, thread_group(message["thread"]), message)
+
+
+def _what(message: dict[str, Any], group: str) -> str:
+    if message.get("type") == MESSAGE_TYPE:
+        return f"events of thread {message.get('thread')}"
+    return f"{message.get('type')} to group {group}"
+
+
+async def _send_to(layer: Any, group: str, message: dict[str, Any]) -> None:
     try:
-        await asyncio.wait_for(layer.group_send(thread_group(message["thread"]), message), _publish_timeout())
+        await asyncio.wait_for(layer.group_send(group, message), _publish_timeout())
     except Exception:
-        logger.exception("robotlab: could not publish events of thread %s", message["thread"])
+        logger.exception("robotlab: could not publish %s", _what(message, group))
 
 
-async def publish(layer: Any, message: dict[str, Any]) -> None:
-    """Send ``message`` to its thread's group now, waiting at most about ``STREAM_PUBLISH_TIMEOUT`` seconds."""
+async def group_send(layer: Any, group: str, message: dict[str, Any]) -> None:
+    """Send ``message`` to ``group`` now (on the consumers' loop for the in-memory layer), waiting at most
+    about ``STREAM_PUBLISH_TIMEOUT`` seconds; a failure is logged, not raised."""
     home = _home(layer)
     if home is None:
-        await _send(layer, message)
+        await _send_to(layer, group, message)
         return
-    future = asyncio.run_coroutine_threadsafe(_send(layer, message), home)
+    future = asyncio.run_coroutine_threadsafe(_send_to(layer, group, message), home)
     try:
         await asyncio.wait_for(asyncio.wrap_future(future), _publish_timeout() + 1.0)
     except Exception:  # the consumers' loop itself is stuck
         future.cancel()
-        logger.exception("robotlab: could not publish events of thread %s", message["thread"])
+        logger.exception("robotlab: could not publish %s", _what(message, group))
+
+
+async def publish(layer: Any, message: dict[str, Any]) -> None:
+    """Send ``message`` to its thread's group now, waiting at most about ``STREAM_PUBLISH_TIMEOUT`` seconds."""
+    await group_send(layer, thread_group(message["thread"]), message)
 
 
 _sweeps: set[asyncio.Task[None]] = set()
@@ -125,8 +147,14 @@ def _start_sweep(layer: Any, message: dict[str, Any]) -> None:
 
 
 def sweep_later(layer: Any, message: dict[str, Any]) -> None:
-    """Send ``message`` (a run's last ``prev``, no events) ``SWEEP_DELAY`` seconds from now, without waiting."""
+    """Send ``message`` (a run's last ``prev``, no events) ``SWEEP_DELAY`` seconds from now, without waiting.
+
+    An in-memory layer is swept only where a consumer may listen: on the consumers' loop, or on an async
+    caller's own loop; not on RobotLab's loop, which only serves sync callers.
+    """
     loop = _home(layer) or asyncio.get_running_loop()
+    if loop is get_loop() and _is_memory(layer):
+        return
     try:
         loop.call_soon_threadsafe(loop.call_later, SWEEP_DELAY, _start_sweep, layer, message)
     except RuntimeError:  # the loop closed since (the consumers' loop of a finished test, say): no sweep

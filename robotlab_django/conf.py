@@ -121,6 +121,9 @@ SETTINGS: dict[str, Setting] = {
     "RETENTION_DAYS": Setting(
         None, (int,), "Default age in days for 'manage.py robotlab_prune' when --older-than is not given; "
         "None makes --older-than required.", nullable=True),
+    "ERASE_ON_USER_DELETE": Setting(
+        False, (bool,), "Deleting a user also erases their content (threads, results, events, steps) instead of "
+        "only clearing the threads' owner; 'manage.py robotlab_erase --user NAME' erases without deleting."),
 }
 
 
@@ -179,6 +182,8 @@ class AppSettings:
                                   doc=SETTINGS["MAX_MESSAGE_LENGTH"].doc)
     ADMIN_USAGE_DAYS = property(lambda self: self.get("ADMIN_USAGE_DAYS"), doc=SETTINGS["ADMIN_USAGE_DAYS"].doc)
     RETENTION_DAYS = property(lambda self: self.get("RETENTION_DAYS"), doc=SETTINGS["RETENTION_DAYS"].doc)
+    ERASE_ON_USER_DELETE = property(lambda self: self.get("ERASE_ON_USER_DELETE"),
+                                    doc=SETTINGS["ERASE_ON_USER_DELETE"].doc)
 
     # -- resolved values -----------------------------------------------------------------
     def thread_model(self) -> type[models.Model]:

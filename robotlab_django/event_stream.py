@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -38,7 +39,7 @@ from robotlab.streaming import RUN_FAILED, STREAM_ENDED, TEXT_DELTA, Event, is_d
 
 from .broadcast import get_layer, last_cursor, message, publish, sweep_later
 from .conf import app_settings
-from .sync_bridge import blocking, call_sync
+from .sync_bridge import blocking, blocks_own_thread, call_sync
 
 __all__ = [
     "FLUSH_DELTAS",
@@ -189,46 +190,92 @@ def _tee(target: Callable[[Event], Any], extra: Callable[[Event], Any] | None) -
 
 
 class _Batches:
-    """A run's coalescer, filled by the robot's events and emptied by the pump, on one loop.
+    """A run's coalescer: filled by the robot's events on its loop, drained where the rows are written.
 
     The pump sleeps until a batch is due (its first event starts the timer) instead of waking for
-    every token: with many concurrent runs on one loop, per-token wake-ups would delay every flush.
+    every token. The batch leaves the coalescer in the thread that stores it (:meth:`store`), so the
+    deltas that come while that thread wakes up join it, and ``t_emit`` is when it left.
     """
 
     def __init__(self, buffer: Coalescer, offset: int) -> None:
         self._buffer = buffer
         self._offset = offset
-        self._wake = asyncio.Event()
+        self._lock = threading.Condition()
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._waiter: asyncio.Future[None] | None = None
         self._closed = False
 
     def put(self, event: Event) -> None:
-        """Buffer ``event``; wake the pump when it starts a batch or makes one due."""
-        first = self._buffer.time_left() is None
-        self._buffer.add(_shift(event, self._offset))
-        if first or self._buffer.is_due:
-            self._wake.set()
+        """Buffer ``event`` (on the robot's loop); wake the pump when it starts a batch or makes one due."""
+        with self._lock:
+            first = self._buffer.time_left() is None
+            self._buffer.add(_shift(event, self._offset))
+            wake = first or self._buffer.is_due
+            if wake:
+                self._lock.notify()
+        if wake:
+            if threading.get_ident() == self._loop_thread:
+                self._release()
+            else:
+                self._loop.call_soon_threadsafe(self._release)
+
+    def _release(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def close(self) -> None:
-        """No more events: the next :meth:`take` returns what is left."""
-        self._closed = True
-        self._wake.set()
+        """No more events: :meth:`due` and :meth:`wait_and_store` return at once."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify()
+        self._release()
 
-    async def take(self) -> tuple[list[Event], bool]:
-        """Wait until a batch is due or the run ended: ``(events, ended)``."""
+    async def due(self) -> bool:
+        """Wait until a batch is due or the run ended; ``True`` when it ended."""
         while True:
-            left = self._buffer.time_left()
-            if self._closed or left == 0.0:
-                return self._buffer.drain(), self._closed
-            self._wake.clear()
+            with self._lock:
+                left = self._buffer.time_left()
+                if self._closed or left == 0.0:
+                    return self._closed
+                self._waiter = self._loop.create_future()
+            timer = None if left is None else self._loop.call_later(left, self._release)
             try:
-                await asyncio.wait_for(self._wake.wait(), left)
-            except TimeoutError:
-                pass
+                await self._waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+
+    def store(self, thread_id: Any, result_id: Any) -> tuple[list[dict[str, Any]], float]:
+        """Drain the batch and store it (in the thread that writes the rows): its wire dicts, and when it left."""
+        with self._lock:
+            batch = self._buffer.drain()
+        emitted = time.time()
+        return (_persist(thread_id, result_id, batch) if batch else []), emitted
+
+    def wait_and_store(self, thread_id: Any, result_id: Any) -> tuple[bool, list[dict[str, Any]], float]:
+        """:meth:`due` then :meth:`store`, waiting in the calling thread (a sync caller's own): whether the run
+        ended, the batch's wire dicts, and when it left. The timer then does not queue behind the robots'
+        work on their loop."""
+        with self._lock:
+            while True:
+                left = self._buffer.time_left()
+                if self._closed or left == 0.0:
+                    break
+                self._lock.wait(left)
+            closed = self._closed
+        return (closed, *self.store(thread_id, result_id))
 
 
 async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
                       on_event: Callable[[Event], Any] | None = None, layer: Any = None) -> T:
     """Run ``start(on_event)`` on the current loop, storing and publishing its events as they come.
+
+    The rows are written through :func:`~robotlab_django.sync_bridge.blocking` (the sync caller's
+    thread under :func:`stream_run`, which then also waits for each batch to be due), and each batch
+    leaves the coalescer there.
 
     Args:
         thread_id: The thread's primary key (the group and the rows' thread).
@@ -246,16 +293,17 @@ async def astream_run(thread_id: Any, result_id: Any, start: Starter[T], *,
     batches = _Batches(Coalescer.from_settings(), offset)
     task = asyncio.ensure_future(start(_tee(batches.put, on_event)))
     task.add_done_callback(lambda _: batches.close())
-    done = False
+    done, own_thread = False, blocks_own_thread()
     try:
         while not done:
-            batch, done = await batches.take()
-            if batch:
-                emitted = time.time()
-                payload = await blocking(_persist, thread_id, result_id, batch)
-                if layer is not None:
-                    await publish(layer, message(thread_id, result_id, prev, payload, emitted))
-                prev = last_cursor(payload, prev)
+            if own_thread:  # a sync caller's thread serves only this run: wait for the batch there
+                done, payload, emitted = await blocking(batches.wait_and_store, thread_id, result_id)
+            else:
+                done = await batches.due()
+                payload, emitted = await blocking(batches.store, thread_id, result_id)
+            if payload and layer is not None:
+                await publish(layer, message(thread_id, result_id, prev, payload, emitted))
+            prev = last_cursor(payload, prev)
     except BaseException:
         task.cancel()
         raise

@@ -62,8 +62,11 @@ class RobotWork:
         return await self.robot.arun(message, run_id=run_id, on_event=on_event)
 
     def completed(self, row: Any, value: Any, elapsed: float) -> Outcome:
-        """The robot's result and the chat messages the run appended."""
-        return Outcome(outcome_fields(value, messages=self.robot.messages[self.history_length:]))
+        """The robot's result and the chat messages the run appended (a row delegated by a network keeps its
+        ``delegated_by``)."""
+        fields = outcome_fields(value, messages=self.robot.messages[self.history_length:])
+        fields["delegated_by"] = fields["delegated_by"] or row.delegated_by
+        return Outcome(fields)
 
     def partial(self) -> dict[str, Any]:
         """The messages the run appended and the tokens it used before it raised."""
@@ -142,6 +145,10 @@ def restore_robot(thread: Any, robot: Any = None, *, llm: Any = None, **options:
 
 def prepare(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = None) -> Work:
     """The :class:`Work` of the claimed ``row``: its robot or network, built with the thread's history before it.
+
+    This is where a row says what it runs: a robot's or network's row by its ``robot_name``. A row of
+    one task of a network turn (its robot, its message made from its dependencies' results) is a
+    :class:`RobotWork` too, so :func:`robotlab_django.runner.aexecute` runs and stores it like any robot run.
 
     Args:
         row: The claimed (``running``) result row.

@@ -24,7 +24,7 @@ from asgiref.sync import sync_to_async
 
 from robotlab._runtime import get_loop
 
-__all__ = ["blocking", "call_sync"]
+__all__ = ["blocking", "blocks_own_thread", "call_sync"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -44,6 +44,12 @@ async def blocking(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) 
     if caller is None:
         return await sync_to_async(function, thread_sensitive=True)(*args, **kwargs)
     return await asyncio.wrap_future(caller.submit(function, *args, **kwargs))
+
+
+def blocks_own_thread() -> bool:
+    """Whether :func:`blocking` work runs in a thread serving only this call (a sync caller's, under
+    :func:`call_sync`), so it may wait there; ``False`` in async callers (Django's shared executor)."""
+    return _caller.get() is not None
 
 
 def call_sync(function: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:

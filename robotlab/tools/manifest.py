@@ -20,8 +20,8 @@ needs::
     robotlab.tool_registry.select_by_names(names).names         # the known ones among them
     worker.run(message, tools=names)                            # the worker resolves its own live tools
 
-Robots register their local tools when they are built; MCP tools are never registered
-automatically (they live and die with their server connection), and there are no tags.
+Nothing is registered automatically (building a robot leaves the registry alone; MCP tools live and
+die with their server connection): register the tools a selector should know. There are no tags.
 """
 
 from __future__ import annotations

@@ -363,7 +363,7 @@ def test_poller_groups_are_registered_and_robots_share_the_network_poller() -> N
     network = create_network(name="n").task("fast", build(name="fast", llm=FakeLLM()))
     network.task("slow", slow, poller_group="slow")
     assert network.bus_poller.groups == ["default", "slow"]
-    assert slow.bus_poller is network.bus_poller and slow.bus_poller_group == "slow"
+    assert slow.mailbox.poller is network.bus_poller and slow.mailbox.poller_group == "slow"
 
 
 def test_parallel_groups_can_be_depended_on() -> None:
