@@ -2,14 +2,17 @@
 
 :class:`OpenAICompatibleLLM` talks to OpenAI itself or anything that speaks its chat API (vLLM, Ollama,
 LM Studio, llama.cpp's server, a proxy) over one pooled ``httpx.AsyncClient``, without litellm's request
-pipeline: a call costs about 3 ms of CPU (5 ms streamed) instead of litellm's 13 ms (28 ms), which matters
-when many robots call the model at once (their CPU is serialized by the GIL). It is opt-in: pass
-``llm=OpenAICompatibleLLM(...)`` to :func:`robotlab.build`.
+pipeline. Why hand-written: measured by ``benchmarks/streaming_cost.py`` against one fake server process
+on the project's 2-core machine, a streamed token costs this client 14-25 us of CPU, the official openai SDK
+about 150 us and litellm 540-650 us; a tool round (``benchmarks/peers.py``, 0 ms latency) takes 6.6 ms here
+against the SDK's 9.3 ms. That CPU is serialized by the GIL when many robots call the model at once. It is
+what :class:`~robotlab.llm.transport.AutoLLM` uses for OpenAI-compatible models by default, or pass
+``llm=OpenAICompatibleLLM(...)`` to :func:`robotlab.build` yourself.
 
 Requests, answers, streaming, token usage and errors map exactly as with :class:`~robotlab.llm.LLMClient`.
 What it does not do is translate between providers: the server must speak OpenAI's format, and every
-parameter is sent as given (no litellm ``drop_params``). litellm is imported only to price known models
-(once per model) and to turn a pydantic ``response_format`` into a JSON schema; ``pricing=`` avoids both
+parameter is sent as given unless ``provider=`` is set (then litellm's per-model mapping, learned once). litellm
+is imported only to price known models (once per model) and to turn a pydantic ``response_format`` into a JSON schema; ``pricing=`` avoids both
 for the price.
 """
 
