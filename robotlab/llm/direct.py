@@ -11,9 +11,9 @@ what :class:`~robotlab.llm.transport.AutoLLM` uses for OpenAI-compatible models 
 
 Requests, answers, streaming, token usage and errors map exactly as with :class:`~robotlab.llm.LLMClient`.
 What it does not do is translate between providers: the server must speak OpenAI's format, and every
-parameter is sent as given unless ``provider=`` is set (then litellm's per-model mapping, learned once). litellm
-is imported only to price known models (once per model) and to turn a pydantic ``response_format`` into a JSON schema; ``pricing=`` avoids both
-for the price.
+parameter is sent as given unless ``provider=`` is set (then litellm's per-model mapping, learned once).
+litellm is imported only to price known models (once per model) and to turn a pydantic ``response_format``
+into a JSON schema; ``pricing=`` avoids both for the price.
 """
 
 from __future__ import annotations
