@@ -168,7 +168,9 @@ def test_a_robot_run_has_the_same_result_and_events(server: FakeLLMServer) -> No
                         usage=(200, 20)), reply("Paris is 21C.", usage=(300, 12))]
     runs = {transport: run_robot(server, transport, steps) for transport in TRANSPORTS}
     (direct, direct_events), (lite, lite_events) = runs["direct"], runs["litellm"]
-    assert direct_events == lite_events and direct_events
+    # the two tool calls run concurrently, so their events may interleave differently from run to run
+    assert sorted(direct_events) == sorted(lite_events) and direct_events
+    assert (direct_events[0], direct_events[-1]) == (lite_events[0], lite_events[-1])
     assert direct.export() | {"id": None, "created_at": None, "duration": None, "transport": None} == (
         lite.export() | {"id": None, "created_at": None, "duration": None, "transport": None})
     assert (direct.transport, lite.transport) == ("direct", "litellm")
