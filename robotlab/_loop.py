@@ -230,5 +230,6 @@ class _Run:
             output_tokens=self.usage.output_tokens,
             cost=self.usage.cost,
             model=response.model or self.request.model,
+            transport=response.transport,
             duration=duration,
         )

@@ -108,7 +108,7 @@ async def _execute(robot: Robot, run_context: hooks.RunHookContext, *, tools: An
     text = None if message is None else str(message)
     model = robot.model
     client = robot.llm
-    if model is None and isinstance(client, llm.LLMClient):
+    if model is None and isinstance(client, llm.LLMClient | llm.AutoLLM):
         get_config().require_model()
     await robot.mcp.connect(robot.resolve_mcp(mcp, network_config=network_config), message=text)
     selected = robot.resolve_tools(tools, network_config=network_config)

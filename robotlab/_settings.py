@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field
@@ -134,6 +134,10 @@ class Config(BaseSettings):
     """Default model for robots that set none (litellm's names: ``openai/gpt-4o-mini``)."""
     llm: LLMSettings = Field(default_factory=LLMSettings)
     """Provider connection settings."""
+    llm_transport: Literal["auto", "litellm", "direct"] = "auto"
+    """How robots reach the model by default: ``auto`` (the direct client for OpenAI-compatible models,
+    litellm for the rest and whenever litellm itself is configured), ``litellm`` or ``direct``
+    (:mod:`robotlab.llm.transport`)."""
     template_path: str | None = None
     """Directory of prompt templates; ``prompts`` when unset."""
     skills_path: str | None = None

@@ -25,7 +25,7 @@ __all__ = ["RobotResult"]
 #: The keys of :meth:`RobotResult.export`, in order.
 _EXPORTED = (
     "robot_name", "delegated_by", "output", "tool_calls", "created_at", "id", "checksum", "stop_reason",
-    "duration", "input_tokens", "output_tokens", "cost", "model",
+    "duration", "input_tokens", "output_tokens", "cost", "model", "transport",
 )
 
 
@@ -83,6 +83,8 @@ class RobotResult(Record):
         input_tokens, output_tokens: token usage of the run (``None`` counts as 0).
         cost: the run's cost in USD (a Python addition; ``None`` counts as 0.0).
         model: the model that answered (a Python addition).
+        transport: ``"direct"`` or ``"litellm"``, the transport that answered (a Python addition;
+            ``None`` for test doubles, and then left out of ``export()``).
         duration: elapsed seconds.
         delegated_by: the name of the robot that delegated this run.
 
@@ -114,6 +116,7 @@ class RobotResult(Record):
     output_tokens: int
     cost: float
     model: str | None
+    transport: str | None
     duration: float | None
     delegated_by: str | None
 
@@ -133,6 +136,7 @@ class RobotResult(Record):
         output_tokens: int | None = 0,
         cost: float | None = 0.0,
         model: str | None = None,
+        transport: str | None = None,
         duration: float | None = None,
         delegated_by: str | None = None,
     ) -> None:
@@ -149,6 +153,7 @@ class RobotResult(Record):
         self.output_tokens = int(output_tokens or 0)
         self.cost = float(cost or 0.0)
         self.model = model
+        self.transport = transport
         self.duration = duration
         self.delegated_by = delegated_by
 

@@ -20,7 +20,7 @@ from ._loop import RunCallbacks
 from .budget import Budget
 from .config import get_config
 from .errors import ConfigurationError
-from .llm import LLM, LLMClient
+from .llm import LLM, AutoLLM
 from .run_config import RunConfig
 from .templates import LLM_FIELDS
 from .tools import FunctionTool, Tool
@@ -58,7 +58,7 @@ class RobotOptions:
             ``ROBOT_LAB_MODEL``, then the default of a provider whose API key is set.
         provider: Prefix for a bare model name (``provider="ollama", model="llama3"``).
         llm: The :class:`~robotlab.llm.LLM` to send requests to (a ``FakeLLM`` in tests);
-            a litellm :class:`~robotlab.llm.LLMClient` by default.
+            by default :class:`~robotlab.llm.transport.AutoLLM` (the direct client or litellm, per model).
         mcp_servers: MCP server configurations for this robot.
         mcp: ``"none"``, ``"inherit"`` or a list of servers (the MCP hierarchy).
         tools: ``"none"``, ``"inherit"`` or a list of tool names (the tools hierarchy).
@@ -220,10 +220,11 @@ def resolve_model(config: RunConfig, provider: str | None) -> str | None:
 
 
 def default_llm() -> LLM:
-    """A litellm client with the configured connection (a robot's ``llm`` when none was given)."""
+    """The transport ``llm_transport`` picks per model (:class:`~robotlab.llm.transport.AutoLLM`: the direct
+    client or litellm) with the configured connection (a robot's ``llm`` when none was given)."""
     settings = get_config().llm
-    return LLMClient(api_base=settings.api_base, api_key=settings.api_key, timeout=settings.request_timeout,
-                     num_retries=settings.max_retries)
+    return AutoLLM(api_base=settings.api_base, api_key=settings.api_key, timeout=settings.request_timeout,
+                   num_retries=settings.max_retries)
 
 
 def llm_params(config: RunConfig, extra: Mapping[str, Any]) -> dict[str, Any]:

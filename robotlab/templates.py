@@ -21,11 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import jinja2
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
 
@@ -35,7 +33,17 @@ LLM_FIELDS = ("model", "temperature", "top_p", "top_k", "max_tokens", "presence_
 """Front-matter keys that become LLM parameters."""
 
 _SUFFIXES = (".md", ".md.j2", ".j2", ".txt", "")
-_env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
+
+if TYPE_CHECKING:
+    import jinja2
+
+
+@cache
+def _env() -> jinja2.Environment:
+    """The Jinja2 environment, built (and jinja2 imported) when the first template is parsed: not at import."""
+    import jinja2
+
+    return jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
 
 
 def template_dir(template_path: str | Path | None = None) -> Path:
@@ -51,6 +59,8 @@ def split_front_matter(text: str, label: str) -> tuple[dict[str, Any], str]:
     """``(front matter, body)`` of a Markdown file; ``label`` names the file in errors ("Template 'x'")."""
     if not text.startswith("---"):
         return {}, text
+    import yaml  # only files with front matter need it
+
     lines = text.split("\n")
     for index in range(1, len(lines)):
         if lines[index].strip() == "---":
@@ -95,8 +105,10 @@ class Template:
         params = meta.get("parameters") or {}
         if not isinstance(params, dict):
             raise ConfigurationError(f"Template '{template_id}': 'parameters' must be a mapping of name to default")
+        import jinja2
+
         try:
-            _env.parse(body)
+            _env().parse(body)
         except jinja2.TemplateSyntaxError as exc:
             raise ConfigurationError(f"Template '{template_id}' line {exc.lineno}: {exc.message}") from exc
         return cls(id=template_id, path=path or Path(template_id), metadata=meta, body=body.strip(), parameters=params)
@@ -115,8 +127,10 @@ class Template:
                 f"Template '{self.id}' is missing required parameters: {', '.join(missing)}. Pass them in "
                 "build(context={...}) or as keyword arguments to run()."
             )
+        import jinja2
+
         try:
-            return _env.from_string(self.body).render(**values).strip()
+            return _env().from_string(self.body).render(**values).strip()
         except jinja2.UndefinedError as exc:
             raise ConfigurationError(f"Template '{self.id}': {exc.message}. Pass it in context or run kwargs.") from exc
         except jinja2.TemplateError as exc:

@@ -38,7 +38,7 @@ from typing import Any
 from django.db import IntegrityError, InterfaceError, OperationalError, connections, router, transaction
 
 from robotlab.hooks import Hook, ToolCallHookContext
-from robotlab.llm import LLM, LLMClient, LLMRequest, LLMResponse, TextCallback, ToolCallRequest
+from robotlab.llm import LLM, AutoLLM, LLMClient, LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
@@ -237,7 +237,7 @@ def attach(robot: Any, row: Any) -> StepLog | None:
     """
     if not _enabled(type(row)):
         return None
-    if robot.model is None and isinstance(robot.llm, LLMClient):
+    if robot.model is None and isinstance(robot.llm, LLMClient | AutoLLM):
         return None  # the robot raises its "no model" ConfigurationError; leave that to it
     steps = app_settings.step_model().objects.filter(result_id=row.pk).values_list("idx", "kind", "fingerprint",
                                                                                     "output")

@@ -53,6 +53,11 @@ SETTINGS: dict[str, Setting] = {
     "LLM_MAX_RETRIES": Setting(
         None, (int,), "litellm retries per request for app-built robots; None uses RobotLab's (3).",
         nullable=True),
+    "LLM_TRANSPORT": Setting(
+        None, (str,), "How app-built robots reach the model: 'auto' (the direct client for OpenAI-compatible "
+        "models, litellm for other providers and whenever litellm itself is configured), 'litellm' or 'direct'. "
+        "None uses robotlab's llm_transport setting ('auto' unless configured).",
+        choices=("auto", "litellm", "direct"), nullable=True),
     "MAX_TOOL_ROUNDS": Setting(
         None, (int,), "Tool calls allowed per run for app-built robots that set no max_tool_rounds.",
         nullable=True),
@@ -155,6 +160,7 @@ class AppSettings:
     API_BASE = property(lambda self: self.get("API_BASE"), doc=SETTINGS["API_BASE"].doc)
     REQUEST_TIMEOUT = property(lambda self: self.get("REQUEST_TIMEOUT"), doc=SETTINGS["REQUEST_TIMEOUT"].doc)
     LLM_MAX_RETRIES = property(lambda self: self.get("LLM_MAX_RETRIES"), doc=SETTINGS["LLM_MAX_RETRIES"].doc)
+    LLM_TRANSPORT = property(lambda self: self.get("LLM_TRANSPORT"), doc=SETTINGS["LLM_TRANSPORT"].doc)
     MAX_TOOL_ROUNDS = property(lambda self: self.get("MAX_TOOL_ROUNDS"), doc=SETTINGS["MAX_TOOL_ROUNDS"].doc)
     ROBOTS = property(lambda self: self.get("ROBOTS"), doc=SETTINGS["ROBOTS"].doc)
     NETWORKS = property(lambda self: self.get("NETWORKS"), doc=SETTINGS["NETWORKS"].doc)
@@ -213,20 +219,21 @@ class AppSettings:
         return import_string(value) if isinstance(value, str) else value
 
     def llm_client_options(self) -> dict[str, Any]:
-        """Keyword arguments for :class:`robotlab.llm.LLMClient` from the connection keys that are set."""
-        options = {"api_base": self.API_BASE, "timeout": self.REQUEST_TIMEOUT, "num_retries": self.LLM_MAX_RETRIES}
+        """Keyword arguments for :class:`robotlab.llm.AutoLLM` from the connection keys that are set."""
+        options = {"api_base": self.API_BASE, "timeout": self.REQUEST_TIMEOUT, "num_retries": self.LLM_MAX_RETRIES,
+                   "transport": self.LLM_TRANSPORT}
         return {key: value for key, value in options.items() if value is not None}
 
     def app_llm(self) -> Any:
-        """The LLM of app-built robots: ``LLM()``, else a litellm client with the connection settings when
-        any is set, else ``None`` (each robot's own)."""
+        """The LLM of app-built robots: ``LLM()``, else the default transport (:class:`robotlab.llm.AutoLLM`)
+        with the connection settings when any is set, else ``None`` (each robot's own)."""
         factory = self.llm_factory()
         if factory is not None:
             return factory()
         if self.llm_client_options():
-            from robotlab.llm import LLMClient
+            from robotlab.llm import AutoLLM
 
-            return LLMClient(**self.llm_client_options())
+            return AutoLLM(**self.llm_client_options())
         return None
 
     def uses_demo_llm(self) -> bool:

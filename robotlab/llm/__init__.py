@@ -4,6 +4,9 @@
   :class:`ToolCallRequest` and :data:`TextCallback`, shared by every transport and test double.
 * :mod:`robotlab.llm.litellm_client`: :class:`LLMClient`, through litellm (any provider it knows).
 * :mod:`robotlab.llm.direct`: :class:`OpenAICompatibleLLM`, straight to an OpenAI-compatible server.
+* :mod:`robotlab.llm.transport`: :class:`AutoLLM`, the default, choosing between the two per model
+  (the ``llm_transport`` setting); :mod:`robotlab.llm.quirks`: per-model parameter mapping from litellm.
+* :mod:`robotlab.llm.cache`: :class:`ResponseCache`, the response cache behind ``memory.cache``.
 * :mod:`robotlab.llm.pricing`: what a call costs; :mod:`robotlab.llm.guard`: the guard against real
   providers in tests (:data:`ALLOW_REAL_REQUESTS`, :class:`RealRequestBlocked`) and provider failures.
 
@@ -19,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import guard
 from ._litellm import load_litellm
+from .cache import ResponseCache
 from .guard import RealRequestBlocked, check_allow_real_requests
 from .litellm_client import LLMClient
+from .transport import AutoLLM
 from .types import LLM, LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
 if TYPE_CHECKING:
@@ -28,12 +33,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALLOW_REAL_REQUESTS",
+    "AutoLLM",
     "LLM",
     "LLMClient",
     "LLMRequest",
     "LLMResponse",
     "OpenAICompatibleLLM",
     "RealRequestBlocked",
+    "ResponseCache",
     "TextCallback",
     "ToolCallRequest",
     "check_allow_real_requests",

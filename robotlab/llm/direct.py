@@ -2,15 +2,18 @@
 
 :class:`OpenAICompatibleLLM` talks to OpenAI itself or anything that speaks its chat API (vLLM, Ollama,
 LM Studio, llama.cpp's server, a proxy) over one pooled ``httpx.AsyncClient``, without litellm's request
-pipeline: a call costs about 3 ms of CPU (5 ms streamed) instead of litellm's 13 ms (28 ms), which matters
-when many robots call the model at once (their CPU is serialized by the GIL). It is opt-in: pass
-``llm=OpenAICompatibleLLM(...)`` to :func:`robotlab.build`.
+pipeline. Why hand-written: measured by ``benchmarks/streaming_cost.py`` against one fake server process
+on the project's 2-core machine, a streamed token costs this client 14-25 us of CPU, the official openai SDK
+about 150 us and litellm 540-650 us; a tool round (``benchmarks/peers.py``, 0 ms latency) takes 6.6 ms here
+against the SDK's 9.3 ms. That CPU is serialized by the GIL when many robots call the model at once. It is
+what :class:`~robotlab.llm.transport.AutoLLM` uses for OpenAI-compatible models by default, or pass
+``llm=OpenAICompatibleLLM(...)`` to :func:`robotlab.build` yourself.
 
 Requests, answers, streaming, token usage and errors map exactly as with :class:`~robotlab.llm.LLMClient`.
 What it does not do is translate between providers: the server must speak OpenAI's format, and every
-parameter is sent as given (no litellm ``drop_params``). litellm is imported only to price known models
-(once per model) and to turn a pydantic ``response_format`` into a JSON schema; ``pricing=`` avoids both
-for the price.
+parameter is sent as given unless ``provider=`` is set (then litellm's per-model mapping, learned once).
+litellm is imported only to price known models (once per model) and to turn a pydantic ``response_format``
+into a JSON schema; ``pricing=`` avoids both for the price.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from ..errors import ConfigurationError, InferenceError
 from ._litellm import load_litellm
 from .guard import check_allow_real_requests, error_for
 from .pricing import cost_from_prices, price_per_token
+from .quirks import quirks_for
 from .types import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
 __all__ = ["OpenAICompatibleLLM"]
@@ -89,6 +93,9 @@ class OpenAICompatibleLLM:
         pricing: ``(input, output)`` USD per million tokens; by default litellm's price map is used for
             the model (unknown models cost 0.0).
         headers: Extra HTTP headers on every request.
+        provider: litellm's name for the provider (``openai``, ``groq``, ...), which :class:`AutoLLM`
+            passes: the model's ``<provider>/`` prefix is removed and parameters are renamed or dropped as
+            litellm does for that model (:mod:`robotlab.llm.quirks`). ``None`` sends them as given.
         extra: Any other field sent in every request body (``max_tokens=...``); a request's own
             parameters win.
 
@@ -104,6 +111,7 @@ class OpenAICompatibleLLM:
         num_retries: int | None = None,
         pricing: tuple[float, float] | None = None,
         headers: dict[str, str] | None = None,
+        provider: str | None = None,
         **extra: Any,
     ) -> None:
         if not api_base:
@@ -116,6 +124,7 @@ class OpenAICompatibleLLM:
         self.num_retries = num_retries or 0
         self.pricing = pricing
         self.extra = extra
+        self.provider = provider
         self._url = f"{self.api_base}/chat/completions"
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
@@ -145,15 +154,20 @@ class OpenAICompatibleLLM:
 
     def _body(self, request: LLMRequest, stream: bool) -> tuple[dict[str, Any], dict[str, str] | None]:
         model = request.model or ""
-        for prefix in _PREFIXES:
-            if model.startswith(prefix):
-                model = model[len(prefix) :]
-                break
+        params = request.params
+        if self.provider is not None:
+            model = model.removeprefix(f"{self.provider}/")
+            params = quirks_for(self.provider, model).apply(params) if params else params
+        else:
+            for prefix in _PREFIXES:
+                if model.startswith(prefix):
+                    model = model[len(prefix) :]
+                    break
         body: dict[str, Any] = {"model": model, "messages": request.messages}
         if request.tools:
             body["tools"] = request.tools
         body.update(self.extra)
-        body.update(request.params)
+        body.update(params)
         headers = body.pop("extra_headers", None)
         body.update(body.pop("extra_body", None) or {})
         schema = body.get("response_format")
@@ -294,5 +308,5 @@ class OpenAICompatibleLLM:
             cost = 0.0
         return LLMResponse(
             input_tokens=input_tokens, output_tokens=output_tokens, cost=cost,
-            model=response_model or model, **fields,
+            model=response_model or model, transport="direct", **fields,
         )

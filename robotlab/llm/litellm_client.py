@@ -120,6 +120,7 @@ class LLMClient:
             model=_field(response, "model") or model,
             thinking=_field(message, "reasoning_content"),
             raw=response,
+            transport="litellm",
         )
 
     async def _consume(self, stream: Any, model: str, on_text: TextCallback) -> LLMResponse:
@@ -169,6 +170,7 @@ class LLMClient:
             finish_reason=finish_reason,
             model=response_model or model,
             thinking="".join(thinking) or None,
+            transport="litellm",
         )
 
 

@@ -1,8 +1,8 @@
 """What a model call costs, in USD: litellm's price map, or prices given per million tokens.
 
-Both transports price their answers here. :func:`cost` asks litellm (importing it on first use);
-:func:`price_per_token` looks a model's prices up once and caches them, for the direct client, which
-prices every answer itself; :func:`cost_from_prices` applies ``(input, output)`` prices per million
+Both transports price their answers here. :func:`cost` takes litellm's own figure when the response has one, else the
+model's per-token prices, which :func:`price_per_token` looks up in litellm's map once per model and caches
+(never per call); :func:`cost_from_prices` applies ``(input, output)`` prices per million
 tokens, as the direct client's ``pricing=`` gives them.
 """
 
@@ -31,6 +31,13 @@ def cost(model: str, input_tokens: int, output_tokens: int, known: Any = None) -
     """
     if isinstance(known, int | float) and (known or not (input_tokens or output_tokens)):
         return float(known)  # litellm already priced the response
+    if not (input_tokens or output_tokens):
+        return 0.0
+    per_input, per_output = price_per_token(model)
+    return input_tokens * per_input + output_tokens * per_output
+
+
+def _litellm_cost(model: str, input_tokens: int, output_tokens: int) -> float:
     litellm = load_litellm()
     try:
         prompt, completion = litellm.cost_per_token(
@@ -43,9 +50,10 @@ def cost(model: str, input_tokens: int, output_tokens: int, known: Any = None) -
 
 def price_per_token(model: str) -> tuple[float, float]:
     """USD per input and per output token from litellm's price map, looked up once per model."""
-    if model not in _prices:
-        _prices[model] = (cost(model, 1000, 0) / 1000, cost(model, 0, 1000) / 1000)
-    return _prices[model]
+    prices = _prices.get(model)
+    if prices is None:
+        prices = _prices[model] = (_litellm_cost(model, 1000, 0) / 1000, _litellm_cost(model, 0, 1000) / 1000)
+    return prices
 
 
 def cost_from_prices(input_tokens: int, output_tokens: int, pricing: tuple[float, float]) -> float:

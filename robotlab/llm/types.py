@@ -54,6 +54,8 @@ class LLMResponse:
     model: str | None = None
     thinking: str | None = None
     raw: Any = None
+    transport: str | None = None
+    """``"direct"`` or ``"litellm"``: which transport answered (``None`` for test doubles)."""
 
     def to_message(self) -> dict[str, Any]:
         """The assistant message to append to the chat history."""

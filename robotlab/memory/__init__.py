@@ -49,14 +49,14 @@ The package, one concept a module: :mod:`~robotlab.memory.store` (:class:`Memory
 (key and pattern subscriptions), :mod:`~robotlab.memory.backends` (the storage protocol, the
 dict backend, the choice), :mod:`~robotlab.memory.redis_backend` (Redis),
 :mod:`~robotlab.memory.change_feed` (other processes' writes) and
-:mod:`~robotlab.memory.response_cache` (:class:`ResponseCache`).
+:class:`ResponseCache` (re-exported from :mod:`robotlab.llm.cache`).
 """
 
 from __future__ import annotations
 
+from ..llm.cache import ResponseCache
 from .changes import MemoryChange
 from .reserved import RESERVED_KEYS
-from .response_cache import ResponseCache
 from .state import StateProxy
 from .store import Memory, create_memory
 from .waiting import TIMEOUT, Waiter

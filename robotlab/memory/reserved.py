@@ -12,10 +12,10 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..llm.cache import ResponseCache
 from ..messages import Message
 from ..messages import coerce_message as _message
 from ..result import RobotResult
-from .response_cache import ResponseCache
 from .state import StateProxy
 
 __all__ = ["RESERVED_KEYS", "ReservedKeys", "new_data"]

@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
 from .._record import dumps as _dumps
+from ..llm.cache import ResponseCache, shared_cache
 from ..messages import Message
 from ..text.document_store import DocumentStore
 from .backends import BackendKind, HashBackend, create_backend
 from .changes import MemoryChange
 from .reserved import RESERVED_KEYS, ReservedKeys
-from .response_cache import ResponseCache, shared_cache
 from .serialization import constructor_arguments, copy_arguments, to_dict
 from .state import StateProxy, check_key
 from .subscriptions import UNSET, SubscriptionRegistry

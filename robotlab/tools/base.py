@@ -15,13 +15,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import pydantic
-
 from .. import hooks
 from ..errors import ToolError
 from .schema import clean_schema, docstring_parts, format_validation_error, signature_model, snake_case
 
 if TYPE_CHECKING:
+    import pydantic
+
     from ..robot import Robot
 
 __all__ = ["Handler", "Tool", "call_in_thread_or_await"]
@@ -137,6 +137,8 @@ class Tool:
         if not isinstance(arguments, Mapping):
             raise ToolError(f"arguments must be a JSON object, got {type(arguments).__name__}")
         if self._arguments_model is not None and self.parameters is None:
+            import pydantic  # loaded with the first arguments model, not at import
+
             try:
                 model = self._arguments_model.model_validate(dict(arguments))
             except pydantic.ValidationError as exc:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
-import pydantic
+if TYPE_CHECKING:
+    import pydantic
+
 
 __all__ = ["clean_schema", "docstring_parts", "format_validation_error", "signature_model", "snake_case"]
 
@@ -58,6 +60,8 @@ def docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
 
 def signature_model(fn: Callable[..., Any], name: str, descriptions: dict[str, str]) -> type[pydantic.BaseModel]:
     """Build a pydantic model of ``fn``'s keyword parameters (``self`` and ``*args`` excluded)."""
+    import pydantic  # imported when the first function tool is defined, not at ``import robotlab``
+
     try:
         hints = get_type_hints(fn)
     except Exception:  # unresolvable annotations: fall back to the raw ones

@@ -9,7 +9,7 @@ import pytest
 
 from robotlab.config import configure, reload_config
 from robotlab.errors import BudgetExceeded, ConfigurationError, InferenceError, ToolLoopError
-from robotlab.llm import LLMClient
+from robotlab.llm import AutoLLM
 from robotlab.robot import DEFAULT_MAX_TOOLS, Robot, build
 from robotlab.robot_config import RobotOptions
 from robotlab.streaming import Chunk
@@ -409,7 +409,7 @@ def test_run_kwargs_without_template_are_rejected() -> None:
 
 def test_no_model_and_no_key_names_what_to_set() -> None:
     robot = build()
-    assert isinstance(robot.llm, LLMClient)
+    assert isinstance(robot.llm, AutoLLM)  # the default transport (llm_transport)
     with pytest.raises(ConfigurationError, match="No LLM model configured"):
         robot.run("x")
 

@@ -189,13 +189,17 @@ def test_default_model_fills_in_only_when_the_robot_sets_none(settings: Any) -> 
     assert services.build_robot("echo", max_tool_rounds=2).config.max_tool_rounds == 2
 
 
-def test_connection_settings_build_a_litellm_client(settings: Any) -> None:
-    from robotlab.llm import LLMClient
+def test_connection_settings_build_the_default_transport(settings: Any) -> None:
+    from robotlab.llm import AutoLLM, LLMClient
 
-    settings.ROBOTLAB = {"API_BASE": "http://127.0.0.1:9/v1", "REQUEST_TIMEOUT": 7, "LLM_MAX_RETRIES": 1}
+    settings.ROBOTLAB = {"API_BASE": "http://127.0.0.1:9/v1", "REQUEST_TIMEOUT": 7, "LLM_MAX_RETRIES": 1,
+                         "LLM_TRANSPORT": "litellm"}
     llm = services.build_robot("echo").llm
-    assert isinstance(llm, LLMClient)
-    assert (llm.api_base, llm.timeout, llm.num_retries) == ("http://127.0.0.1:9/v1", 7, 1)
+    assert isinstance(llm, AutoLLM)
+    assert (llm.api_base, llm.timeout, llm.num_retries, llm.transport) == ("http://127.0.0.1:9/v1", 7, 1, "litellm")
+    name, client = llm.route("openai/gpt-4o-mini")
+    assert name == "litellm" and isinstance(client, LLMClient)
+    assert (client.api_base, client.timeout, client.num_retries) == ("http://127.0.0.1:9/v1", 7, 1)
 
 
 # -- re-run and the executors -----------------------------------------------------------

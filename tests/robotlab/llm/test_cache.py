@@ -1,4 +1,4 @@
-"""ResponseCache (memory.cache): robotlab.memory.response_cache."""
+"""ResponseCache (memory.cache): robotlab.llm.cache, re-exported by robotlab.memory."""
 
 from __future__ import annotations
 
