@@ -7,6 +7,7 @@ Run it standalone (Redis must answer on 127.0.0.1:6379; database 14 is used and 
     .venv/bin/python benchmarks/reconnect.py --resume frame      # a {"type": "resume"} frame, as robotlab.js
     .venv/bin/python benchmarks/reconnect.py --away 0.5          # stay away 0.5 s: the replay has more to send
     .venv/bin/python benchmarks/reconnect.py --runs 10 --json    # figures as JSON
+    .venv/bin/python benchmarks/reconnect.py --web 2             # two daphnes: each resume on the other one
 
 The stack is B2's (:mod:`benchmarks.streaming`, whose helpers this imports): a real Celery worker
 streams each run from the paced model (``--tokens`` 1,000 at ``--rate`` 100 tokens/s, 10 s)
@@ -16,7 +17,10 @@ queues its run, keeps the last ``cursor`` it saw and closes its socket every ``-
 seconds, reconnecting at once (or ``--away`` seconds later) with ``?after=<cursor>``, until
 ``stream.ended``. With ``--resume frame`` it behaves as ``robotlab.js``: every socket, the first
 one too, sends ``{"type": "resume", "after": <cursor>}`` once it is open. It assembles the text as
-``robotlab.js`` does, dropping events whose per-run ``seq`` it has already seen.
+``robotlab.js`` does, dropping events whose per-run ``seq`` it has already seen. With ``--web N``,
+N daphne processes serve the same app on the one channel layer and each reconnect goes to the next
+one, so every resume is served by another process than the socket it dropped (issue 12).
+``--redis-url`` picks the Redis database of the layer and broker (flushed at the start).
 
 A run is **exact** when the client's text equals both the saved ``RobotResult.reply`` and the
 ``text.delta`` events stored as ``RunEvent`` rows (and the model's text). The client also keeps every
@@ -34,6 +38,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,8 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import benchmarks.streaming as streaming  # noqa: E402
 from benchmarks.streaming import (  # noqa: E402
-    REDIS_URL,
     _configure,
     _enqueue,
     _free_port,
@@ -66,9 +71,12 @@ from benchmarks.streaming import (  # noqa: E402
 TARGETS = {"exact_text_fraction": 1.0, "resync_p99_ms": 200.0}
 
 
-async def _client(http: Any, port: int, pair: tuple[int, str], queue: str, drop_every: float, away: float,
+async def _client(http: Any, ports: list[int], pair: tuple[int, str], queue: str, drop_every: float, away: float,
                   resume: str, timeout: float) -> dict[str, Any]:
-    """Follow one run to ``stream.ended``, dropping the socket every ``drop_every`` s; what it saw."""
+    """Follow one run to ``stream.ended``, dropping the socket every ``drop_every`` s; what it saw.
+
+    The first socket goes to ``ports[0]``; each reconnect goes to the next port, round robin.
+    """
     import aiohttp
 
     thread_pk, session = pair
@@ -81,6 +89,7 @@ async def _client(http: Any, port: int, pair: tuple[int, str], queue: str, drop_
     cursor, uncursored, skipped, replayed_events, server_closes, drops = 0, 0, 0, 0, 0, 0
     began: float | None = None  # when the current reconnect started
     ended, deadline = False, time.monotonic() + timeout
+    port = ports[0]
     socket_ = await asyncio.wait_for(http.ws_connect(_url(port, thread_pk), headers=_headers(session)), 60)
     if resume == "frame":  # as robotlab.js: every socket, the first too, resumes after the cursor it has
         await socket_.send_json({"type": "resume", "after": cursor})
@@ -127,6 +136,7 @@ async def _client(http: Any, port: int, pair: tuple[int, str], queue: str, drop_
             break
         await asyncio.wait_for(socket_.close(), 30)
         drops += 1
+        port = ports[drops % len(ports)]
         if away:
             await asyncio.sleep(away)
         began, synced, live_seen = time.monotonic(), False, False
@@ -145,7 +155,7 @@ async def _client(http: Any, port: int, pair: tuple[int, str], queue: str, drop_
             "skipped_by_seq": skipped}
 
 
-async def _drive(port: int, pairs: list[tuple[int, str]], queue: str, concurrency: int, drop_every: float,
+async def _drive(ports: list[int], pairs: list[tuple[int, str]], queue: str, concurrency: int, drop_every: float,
                  away: float, resume: str, timeout: float) -> list[dict[str, Any]]:
     import aiohttp
 
@@ -153,9 +163,15 @@ async def _drive(port: int, pairs: list[tuple[int, str]], queue: str, concurrenc
 
     async def one(pair: tuple[int, str]) -> dict[str, Any]:
         async with slots:
-            return await _client(http, port, pair, queue, drop_every, away, resume, timeout)
+            return await _client(http, ports, pair, queue, drop_every, away, resume, timeout)
 
     async with aiohttp.ClientSession() as http:
+        async def warm(port: int, pair: tuple[int, str]) -> None:
+            socket_ = await asyncio.wait_for(http.ws_connect(_url(port, pair[0]), headers=_headers(pair[1])), 60)
+            await asyncio.wait_for(socket_.close(), 30)
+
+        # a process's first sockets are slower (its worker threads' first sessions and queries): not measured
+        await asyncio.gather(*(warm(port, pair) for port in ports[1:] for pair in pairs[:concurrency]))
         return list(await asyncio.gather(*(one(pair) for pair in pairs)))
 
 
@@ -173,21 +189,38 @@ def _check(result: dict[str, Any], expected: str) -> dict[str, Any]:
             "text_chars": [len(result["text"]), len(stored)]}
 
 
+def _more_daphnes(count: int, workdir: Path) -> tuple[list[int], dict[str, Any]]:
+    """``count`` more daphne processes serving the benchmark's app: their ports and processes."""
+    ports, processes = [], {}
+    for index in range(2, count + 2):
+        port = _free_port()
+        processes[f"daphne{index}"] = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+             "tests.robotlab_django.asgi:application"], cwd=ROOT, env={**os.environ}, stdout=subprocess.DEVNULL,
+            stderr=(workdir / f"daphne{index}.log").open("w"))
+        ports.append(port)
+    return ports, processes
+
+
 def run(runs: int, concurrency: int, tokens: int, drop_every: float, away: float, resume: str, timeout: float,
-        layer: str, workdir: Path) -> dict[str, Any]:
-    """Run the benchmark once and return its figures."""
+        layer: str, workdir: Path, web: int = 1) -> dict[str, Any]:
+    """Run the benchmark once (``web`` daphne processes) and return its figures."""
     import redis
 
-    redis.Redis.from_url(REDIS_URL).flushdb()
+    redis.Redis.from_url(streaming.REDIS_URL).flushdb()
     tag = uuid.uuid4().hex[:8]
     pairs = _setup(runs, tag)
     port, queue = _free_port(), f"robotlab-bench-{tag}"
     processes = _start_processes(layer, concurrency, queue, port, workdir)
+    more_ports, more = _more_daphnes(web - 1, workdir)
+    processes.update(more)
+    ports = [port, *more_ports]
     try:
-        _wait_for_port(port, 30)
+        for each in ports:
+            _wait_for_port(each, 30)
         time.sleep(2.0)  # let the worker start consuming
         load, started = os.getloadavg()[0], time.monotonic()
-        results = asyncio.run(_drive(port, pairs, queue, concurrency, drop_every, away, resume, timeout))
+        results = asyncio.run(_drive(ports, pairs, queue, concurrency, drop_every, away, resume, timeout))
         wall = time.monotonic() - started
     except BaseException:
         for name in processes:
@@ -204,7 +237,8 @@ def run(runs: int, concurrency: int, tokens: int, drop_every: float, away: float
                 for result, check in zip(results, checks, strict=True) if not check["exact"]]
     return {
         "runs": runs, "concurrency": concurrency, "tokens_per_run": tokens, "drop_every_s": drop_every, "away_s": away,
-        "resume": resume, "layer": layer, "exact_runs": exact, "exact_text_fraction": exact / runs,
+        "resume": resume, "layer": layer, "web_processes": web, "exact_runs": exact,
+        "exact_text_fraction": exact / runs,
         "model_text_runs": sum(check["model_text"] for check in checks),
         "streams_ended": sum(result["ended"] for result in results),
         "drops": sum(result["drops"] for result in results),
@@ -261,8 +295,15 @@ def main() -> int:
                         help="channels-redis' RedisPubSubChannelLayer or RedisChannelLayer.")
     parser.add_argument("--pg-pool", action="store_true",
                         help="PostgreSQL through psycopg's connection pool (Django's OPTIONS['pool']).")
+    parser.add_argument("--web", type=int, default=1,
+                        help="daphne processes on the one channel layer; each reconnect goes to the next one.")
+    parser.add_argument("--redis-url", default=streaming.REDIS_URL,
+                        help="The Redis database of the layer, broker and results (flushed at the start).")
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
     args = parser.parse_args()
+    if args.web < 1:
+        parser.error(f"--web must be 1 or more, not {args.web}")
+    streaming.REDIS_URL = args.redis_url  # _configure gives it to every process
     if missing := redis_missing():
         print(missing, file=sys.stderr)
         return 2
@@ -272,10 +313,10 @@ def main() -> int:
     if not args.json:
         print(f"B6: {args.runs} runs, {args.concurrency} at a time, {args.tokens} tokens at {args.rate:g} tok/s; "
               f"socket dropped every {args.drop_every:g} s for {args.away:g} s, resumed by {args.resume}; "
-              f"{args.layer} layer; {database}")
+              f"{args.layer} layer; {args.web} web process{'es' if args.web > 1 else ''}; {database}")
     try:
         result = run(args.runs, args.concurrency, args.tokens, args.drop_every, args.away, args.resume,
-                     args.timeout or args.tokens / args.rate + 60, args.layer, workdir)
+                     args.timeout or args.tokens / args.rate + 60, args.layer, workdir, args.web)
     finally:
         from django.db import connections
 

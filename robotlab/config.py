@@ -13,20 +13,28 @@ Provider API keys fall back to the providers' own variables (``OPENAI_API_KEY``,
 
 Attribute access on this module reads the current configuration, so
 ``robotlab.config.model`` works like RobotLab's ``RobotLab.config.model``.
+
+The settings models live in :mod:`robotlab._settings`, imported (with pydantic-settings) when the
+settings are first read: ``import robotlab.config`` itself loads neither pydantic nor YAML.
 """
 
 from __future__ import annotations
 
-import os
 import threading
-from pathlib import Path
-from typing import Any
-
-import yaml
-from pydantic import BaseModel, Field, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ._settings import (
+        PROVIDER_DEFAULT_MODELS,
+        PROVIDER_KEY_VARIABLES,
+        Config,
+        LLMSettings,
+        SandboxSettings,
+        project_config_path,
+        user_config_path,
+    )
 
 __all__ = [
     "PROVIDER_DEFAULT_MODELS",
@@ -41,205 +49,18 @@ __all__ = [
     "user_config_path",
 ]
 
-#: Environment variables holding each provider's key, in the order providers are tried.
-PROVIDER_KEY_VARIABLES: dict[str, str] = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "gemini": "GEMINI_API_KEY",
-    "deepseek": "DEEPSEEK_API_KEY",
-    "mistral": "MISTRAL_API_KEY",
-    "perplexity": "PERPLEXITY_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "xai": "XAI_API_KEY",
-}
-
-#: The model used for a provider whose key is set when no model is configured.
-PROVIDER_DEFAULT_MODELS: dict[str, str] = {
-    "anthropic": "anthropic/claude-sonnet-4-20250514",
-    "openai": "openai/gpt-4o-mini",
-    "gemini": "gemini/gemini-2.0-flash",
-    "deepseek": "deepseek/deepseek-chat",
-    "mistral": "mistral/mistral-small-latest",
-    "perplexity": "perplexity/sonar",
-    "openrouter": "openrouter/openai/gpt-4o-mini",
-    "xai": "xai/grok-3-mini",
-}
-
-_ENVIRONMENTS = ("development", "test", "production")
-
-
-def user_config_path() -> Path:
-    """``$XDG_CONFIG_HOME/robotlab/robotlab.yml`` (``~/.config`` when the variable is unset)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "robotlab" / "robotlab.yml"
-
-
-def project_config_path() -> Path:
-    """``./config/robotlab.yml`` relative to the working directory."""
-    return Path.cwd() / "config" / "robotlab.yml"
-
-
-def _environment() -> str:
-    return os.environ.get("ROBOT_LAB_ENV") or "development"
-
-
-def _read_yaml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigurationError(f"Invalid YAML in {path}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigurationError(f"{path} must hold a mapping of settings, got {type(data).__name__}")
-    if "defaults" in data or any(env in data for env in _ENVIRONMENTS):
-        merged = dict(data.get("defaults") or {})
-        merged.update(data.get(_environment()) or {})
-        return merged
-    return data
-
-
-class _YamlSource(PydanticBaseSettingsSource):
-    def __init__(self, settings_cls: type[BaseSettings], path: Path) -> None:
-        super().__init__(settings_cls)
-        self.path = path
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover - unused
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return _read_yaml(self.path)
-
-
-class LLMSettings(BaseModel):
-    """Connection settings for the LLM provider (``ROBOT_LAB_LLM__*``)."""
-
-    provider: str | None = None
-    """Preferred provider when choosing a default model (``anthropic``, ``openai``, ...)."""
-    api_base: str | None = None
-    """Endpoint override for every request (an OpenAI-compatible server, a proxy, Ollama)."""
-    api_key: str | None = Field(default=None, repr=False)
-    """Key override for every request; by default each provider's own variable is used."""
-    request_timeout: float = 120.0
-    """Seconds per LLM request."""
-    max_retries: int = 3
-    """litellm's retries for a failed request (the only retry layer)."""
-
-
-class SandboxSettings(BaseModel):
-    """The ceiling of what any skill script may get (``ROBOT_LAB_SANDBOX__*``).
-
-    A script's grant is its SKILL.md declaration intersected with this ceiling
-    (:meth:`robotlab.script_tool.Capabilities.intersect`). RobotLab confines nothing itself: the
-    default executor enforces only the timeout; a confining executor reads the rest.
-    """
-
-    fs_read: list[str] = Field(default_factory=lambda: ["."])
-    """Paths any skill may read (relative to the working directory)."""
-    fs_write: list[str] = Field(default_factory=list)
-    """Paths any skill may write."""
-    network: bool = False
-    """Whether any skill may use the network."""
-    timeout: int = 60
-    """The most seconds a skill script may run."""
-
-
-class Config(BaseSettings):
-    """RobotLab's settings. Every field can come from a file or a ``ROBOT_LAB_`` variable."""
-
-    model_config = SettingsConfigDict(
-        env_prefix="ROBOT_LAB_", env_nested_delimiter="__", extra="ignore", validate_assignment=True
-    )
-
-    model: str | None = None
-    """Default model for robots that set none (litellm's names: ``openai/gpt-4o-mini``)."""
-    llm: LLMSettings = Field(default_factory=LLMSettings)
-    """Provider connection settings."""
-    template_path: str | None = None
-    """Directory of prompt templates; ``prompts`` when unset."""
-    skills_path: str | None = None
-    """Directory of AgentSkill bundles (folders holding a ``SKILL.md``); ``~/.prompts/skills`` when unset."""
-    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
-    """The ceiling of skill-script capabilities."""
-    tools: Any = "none"
-    """Global tools allowlist, the lowest level of the tools hierarchy."""
-    mcp: Any = "none"
-    """Global MCP servers, the lowest level of the MCP hierarchy."""
-    max_tool_rounds: int | None = None
-    """Default circuit-breaker limit for robots that set none."""
-    streaming_enabled: bool = True
-    """Whether hosts (the Django app) stream by default."""
-    redis_url: str | None = None
-    """Redis for shared memory; ``REDIS_URL`` is used when unset."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Priority: init > env > project file > user file."""
-        return (
-            init_settings,
-            env_settings,
-            _YamlSource(settings_cls, project_config_path()),
-            _YamlSource(settings_cls, user_config_path()),
-        )
-
-    @property
-    def environment(self) -> str:
-        """``development``, ``test`` or ``production`` (``ROBOT_LAB_ENV``)."""
-        return _environment()
-
-    @property
-    def is_development(self) -> bool:
-        """Whether the environment is ``development``."""
-        return self.environment == "development"
-
-    @property
-    def is_test(self) -> bool:
-        """Whether the environment is ``test``."""
-        return self.environment == "test"
-
-    @property
-    def is_production(self) -> bool:
-        """Whether the environment is ``production``."""
-        return self.environment == "production"
-
-    def provider_key(self, provider: str) -> str | None:
-        """The API key for ``provider``: the configured key when it matches, else the provider's variable."""
-        if self.llm.api_key and (self.llm.provider or "") == provider:
-            return self.llm.api_key
-        variable = PROVIDER_KEY_VARIABLES.get(provider)
-        return os.environ.get(variable) if variable else None
-
-    def default_model(self) -> str | None:
-        """The configured model, else the default of the first provider whose key is set."""
-        if self.model:
-            return self.model
-        order = list(PROVIDER_KEY_VARIABLES)
-        if self.llm.provider in order:
-            order.remove(self.llm.provider)
-            order.insert(0, self.llm.provider)
-        for provider in order:
-            if self.provider_key(provider):
-                return PROVIDER_DEFAULT_MODELS[provider]
-        return None
-
-    def require_model(self) -> str:
-        """:meth:`default_model`, or a :class:`ConfigurationError` saying what to set."""
-        model = self.default_model()
-        if model is None:
-            keys = ", ".join(PROVIDER_KEY_VARIABLES.values())
-            raise ConfigurationError(
-                "No LLM model configured: pass model='openai/gpt-4o-mini' (any litellm model name) to "
-                f"robotlab.build, set ROBOT_LAB_MODEL, or set a provider API key ({keys})."
-            )
-        return model
-
+#: The names this module takes from :mod:`robotlab._settings` on first use.
+_LAZY = frozenset(
+    {
+        "PROVIDER_DEFAULT_MODELS",
+        "PROVIDER_KEY_VARIABLES",
+        "Config",
+        "LLMSettings",
+        "SandboxSettings",
+        "project_config_path",
+        "user_config_path",
+    }
+)
 
 _lock = threading.Lock()
 _config: Config | None = None
@@ -250,6 +71,8 @@ def get_config() -> Config:
     global _config
     with _lock:
         if _config is None:
+            from ._settings import Config
+
             _config = Config()
         return _config
 
@@ -268,11 +91,16 @@ def configure(**settings: Any) -> Config:
     Nested sections take a dict (``llm={"api_base": "http://127.0.0.1:4000/v1"}``) and are
     merged into the current values. An unknown name raises :class:`ConfigurationError`.
     """
+    from pydantic import ValidationError
+
+    from ._settings import Config, LLMSettings, SandboxSettings
+
     config = get_config()
     unknown = sorted(set(settings) - set(Config.model_fields))
     if unknown:
         raise ConfigurationError(
-            f"Unknown setting(s): {', '.join(unknown)}. Known settings: {', '.join(sorted(Config.model_fields))}"
+            f"Unknown setting(s): {', '.join(unknown)}. Known settings: {', '.join(sorted(Config.model_fields))}",
+            setting=unknown[0],
         )
     try:
         for name, value in settings.items():
@@ -283,11 +111,15 @@ def configure(**settings: Any) -> Config:
             setattr(config, name, value)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise ConfigurationError(f"Invalid setting: {problems}") from None
+        raise ConfigurationError(f"Invalid setting: {problems}", setting=name) from None
     return config
 
 
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
+    if name in _LAZY:
+        from . import _settings
+
+        return getattr(_settings, name)
     return getattr(get_config(), name)

@@ -1,24 +1,35 @@
-"""The RobotLab error tree.
+"""The RobotLab error tree, whose errors carry context.
 
-Every exception raised on purpose by ``robotlab`` derives from :class:`RobotLabError`,
-so one ``except robotlab.RobotLabError`` catches them all::
+Every exception raised on purpose by ``robotlab`` (and by the Django app ``robotlab_django``)
+derives from :class:`RobotLabError`, so one ``except robotlab.RobotLabError`` catches them all::
 
-    RobotLabError
-    +-- ConfigurationError        invalid or missing configuration (a developer mistake)
-    |   +-- DependencyError       an optional dependency is missing
-    +-- InferenceError            the LLM call failed, or a run was stopped by a limit
-    |   +-- ToolLoopError         more tool calls than ``max_tool_rounds``
-    +-- ToolNotFoundError         a tool name that is not registered
-    +-- MCPError                  an MCP server could not be reached or answered with an error
-    +-- BusError                  message-bus communication failed
-    +-- RactorBoundaryError       kept for parity with RobotLab (values that cannot cross a worker boundary)
-    +-- ToolError                 a tool failed; ``retryable`` says whether trying again may help
-    +-- BudgetExceeded            a budget reservation would exceed its limit
-    +-- AwaitTimeout              ``memory.get(key, wait=...)`` timed out
-    +-- DelegationTimeout         ``DelegationFuture.value(timeout=...)`` timed out
+    RobotLabError                 robot_name, network_name, task_name
+    +-- ConfigurationError        invalid or missing configuration (a developer mistake); setting
+    |   +-- DependencyError       an optional dependency is missing; package
+    +-- InferenceError            the LLM call failed, or a run was stopped by a limit; model
+    |   +-- ToolLoopError         more tool calls than ``max_tool_rounds``; limit, usage
+    |   +-- BudgetExceeded        a budget stop, or a reservation past its limit; dimension, limit, usage
+    +-- ToolNotFoundError         a tool name that is not registered; tool_name, available
+    +-- MCPError                  an MCP server could not be reached or answered with an error; server_name, retryable
+    +-- BusError                  message-bus communication failed; channel
+    +-- ToolError                 a tool failed; tool_name, retryable
+    +-- AwaitTimeout              ``memory.get(key, wait=...)`` timed out; key, timeout
+    +-- DelegationTimeout         ``DelegationFuture.value(timeout=...)`` timed out; timeout
+
+The message is the seed's wording; the context is given as keyword-only constructor arguments,
+every one optional, and read back as attributes (``None`` when the raiser did not know it)::
+
+    try:
+        robot.run("...")
+    except robotlab.ToolLoopError as exc:
+        print(exc.robot_name, exc.limit, exc.usage)
+
+Where-context (``robot_name``, ``network_name``, ``task_name``) is accepted by every class.
 """
 
 from __future__ import annotations
+
+from typing import TypedDict, Unpack
 
 __all__ = [
     "AwaitTimeout",
@@ -29,74 +40,279 @@ __all__ = [
     "DependencyError",
     "InferenceError",
     "MCPError",
-    "RactorBoundaryError",
     "RobotLabError",
     "ToolError",
     "ToolLoopError",
     "ToolNotFoundError",
+    "Where",
     "is_retryable",
     "retryable_classes",
 ]
 
 
+class Where(TypedDict, total=False):
+    """Where an error happened: the keyword arguments every :class:`RobotLabError` accepts.
+
+    Subclasses pass them on to :class:`RobotLabError`, whose constructor names them, so a
+    misspelt one is a ``TypeError``.
+    """
+
+    robot_name: str | None
+    network_name: str | None
+    task_name: str | None
+
+
 class RobotLabError(Exception):
-    """Base class of every RobotLab error (Ruby ``RobotLab::Error``)."""
+    """Base class of every RobotLab error (Ruby ``RobotLab::Error``).
+
+    Args:
+        *args: the message (the exception's ``args``, as for any ``Exception``).
+        robot_name: the robot the error happened in.
+        network_name: the network the error happened in.
+        task_name: the network task the error happened in.
+    """
+
+    robot_name: str | None = None
+    network_name: str | None = None
+    task_name: str | None = None
+
+    def __init__(
+        self,
+        *args: object,
+        robot_name: str | None = None,
+        network_name: str | None = None,
+        task_name: str | None = None,
+    ) -> None:
+        super().__init__(*args)
+        self.robot_name = robot_name
+        self.network_name = network_name
+        self.task_name = task_name
+
+
+# -- configuration -------------------------------------------------------------------------------
 
 
 class ConfigurationError(RobotLabError):
-    """Configuration is invalid or a required value is missing."""
+    """Configuration is invalid or a required value is missing.
+
+    Args:
+        setting: the setting or option at fault (``"model"``, ``"max_tool_rounds"``).
+    """
+
+    setting: str | None = None
+
+    def __init__(self, *args: object, setting: str | None = None, **where: Unpack[Where]) -> None:
+        super().__init__(*args, **where)
+        self.setting = setting
 
 
 class DependencyError(ConfigurationError):
-    """An optional dependency needed by a feature is not installed."""
+    """An optional dependency needed by a feature is not installed.
+
+    Args:
+        package: the package to install (``"redis"``, ``"sentence-transformers"``).
+    """
+
+    package: str | None = None
+
+    def __init__(
+        self, *args: object, package: str | None = None, setting: str | None = None, **where: Unpack[Where]
+    ) -> None:
+        super().__init__(*args, setting=setting, **where)
+        self.package = package
+
+
+# -- inference -----------------------------------------------------------------------------------
 
 
 class InferenceError(RobotLabError):
-    """The LLM call failed, or the run was stopped by a budget."""
+    """The LLM call failed, or the run was stopped by a budget.
+
+    Args:
+        model: the model that was called.
+    """
+
+    model: str | None = None
+
+    def __init__(self, *args: object, model: str | None = None, **where: Unpack[Where]) -> None:
+        super().__init__(*args, **where)
+        self.model = model
 
 
 class ToolLoopError(InferenceError):
-    """A run made more tool calls than its ``max_tool_rounds`` allows."""
+    """A run made more tool calls than its ``max_tool_rounds`` allows.
+
+    Args:
+        limit: the run's ``max_tool_rounds``.
+        usage: the tool calls made, the one that tripped the breaker included (``limit + 1``).
+    """
+
+    limit: int | None = None
+    usage: int | None = None
+
+    def __init__(
+        self,
+        *args: object,
+        limit: int | None = None,
+        usage: int | None = None,
+        model: str | None = None,
+        **where: Unpack[Where],
+    ) -> None:
+        super().__init__(*args, model=model, **where)
+        self.limit = limit
+        self.usage = usage
+
+
+# -- tools ---------------------------------------------------------------------------------------
 
 
 class ToolNotFoundError(RobotLabError):
-    """A tool was looked up by a name that is not registered."""
+    """A tool was looked up by a name that is not registered.
 
+    Args:
+        tool_name: the name that was looked up.
+        available: the names that are registered.
+    """
 
-class MCPError(RobotLabError):
-    """An MCP server could not be reached, or it answered with an error."""
+    tool_name: str | None = None
+    available: tuple[str, ...] = ()
 
-    def __init__(self, message: str = "", *, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.retryable = retryable
-
-
-class BusError(RobotLabError):
-    """Message-bus communication failed (no bus configured, a handler raised)."""
-
-
-class RactorBoundaryError(RobotLabError):
-    """A value could not be made shareable across a worker boundary."""
+    def __init__(
+        self,
+        *args: object,
+        tool_name: str | None = None,
+        available: tuple[str, ...] | list[str] = (),
+        **where: Unpack[Where],
+    ) -> None:
+        super().__init__(*args, **where)
+        self.tool_name = tool_name
+        self.available = tuple(available)
 
 
 class ToolError(RobotLabError):
-    """A tool failed. Raise it from a tool to control the text the model sees."""
+    """A tool failed. Raise it from a tool to control the text the model sees.
 
-    def __init__(self, message: str = "", *, retryable: bool = False) -> None:
-        super().__init__(message)
+    Args:
+        tool_name: the tool that failed.
+        retryable: whether calling the tool again may succeed (see :func:`is_retryable`).
+    """
+
+    tool_name: str | None = None
+    retryable: bool = False
+
+    def __init__(
+        self, *args: object, retryable: bool = False, tool_name: str | None = None, **where: Unpack[Where]
+    ) -> None:
+        super().__init__(*args, **where)
         self.retryable = retryable
+        self.tool_name = tool_name
 
 
-class BudgetExceeded(RobotLabError):
-    """A budget reservation would take a dimension past its limit."""
+# -- connections ---------------------------------------------------------------------------------
+
+
+class MCPError(RobotLabError):
+    """An MCP server could not be reached, or it answered with an error.
+
+    Args:
+        server_name: the MCP server's configured name.
+        retryable: whether trying again may succeed (a lost connection, a timeout).
+    """
+
+    server_name: str | None = None
+    retryable: bool = False
+
+    def __init__(
+        self, *args: object, retryable: bool = False, server_name: str | None = None, **where: Unpack[Where]
+    ) -> None:
+        super().__init__(*args, **where)
+        self.retryable = retryable
+        self.server_name = server_name
+
+
+class BusError(RobotLabError):
+    """Message-bus communication failed (no bus configured, a handler raised).
+
+    Args:
+        channel: the bus channel (a robot's name) involved.
+    """
+
+    channel: str | None = None
+
+    def __init__(self, *args: object, channel: str | None = None, **where: Unpack[Where]) -> None:
+        super().__init__(*args, **where)
+        self.channel = channel
+
+
+# -- limits and waits ----------------------------------------------------------------------------
+
+
+class BudgetExceeded(InferenceError):
+    """A run went past a robot's ``token_budget`` / ``cost_budget``, or a
+    :class:`~robotlab.budget.Ledger` reservation would take a dimension past its limit.
+
+    An :class:`InferenceError`, so ``except InferenceError`` still catches a budget stop; never
+    retryable.
+
+    Args:
+        dimension: the budget's dimension (``"tokens"`` or ``"cost"``).
+        limit: the budget that was passed.
+        usage: what was used (or would have been committed), in the budget's unit.
+    """
+
+    dimension: str | None = None
+    limit: float | None = None
+    usage: float | None = None
+
+    def __init__(
+        self,
+        *args: object,
+        dimension: str | None = None,
+        limit: float | None = None,
+        usage: float | None = None,
+        model: str | None = None,
+        **where: Unpack[Where],
+    ) -> None:
+        super().__init__(*args, model=model, **where)
+        self.dimension = dimension
+        self.limit = limit
+        self.usage = usage
 
 
 class AwaitTimeout(RobotLabError):
-    """A blocking memory read timed out waiting for a key."""
+    """A blocking memory read timed out waiting for a key.
+
+    Args:
+        key: the memory key that did not appear.
+        timeout: the seconds waited for it.
+    """
+
+    key: str | None = None
+    timeout: float | None = None
+
+    def __init__(
+        self, *args: object, key: str | None = None, timeout: float | None = None, **where: Unpack[Where]
+    ) -> None:
+        super().__init__(*args, **where)
+        self.key = key
+        self.timeout = timeout
 
 
 class DelegationTimeout(RobotLabError):
-    """Waiting on a :class:`~robotlab.DelegationFuture` timed out."""
+    """Waiting on a :class:`~robotlab.DelegationFuture` timed out.
+
+    Args:
+        timeout: the seconds waited. ``robot_name`` is the robot delegated to.
+    """
+
+    timeout: float | None = None
+
+    def __init__(self, *args: object, timeout: float | None = None, **where: Unpack[Where]) -> None:
+        super().__init__(*args, **where)
+        self.timeout = timeout
+
+
+# -- retrying ------------------------------------------------------------------------------------
 
 
 def retryable_classes() -> list[type[RobotLabError]]:
@@ -106,7 +322,7 @@ def retryable_classes() -> list[type[RobotLabError]]:
 
 def is_retryable(error: BaseException | None) -> bool:
     """Whether trying the failed operation again may succeed (Ruby ``Errors.retryable?``)."""
-    if error is None or isinstance(error, ToolLoopError):
+    if error is None or isinstance(error, ToolLoopError | BudgetExceeded):
         return False
     if isinstance(error, MCPError | ToolError):
         return error.retryable is True

@@ -13,12 +13,16 @@ Every message serializes with ``to_dict``/``to_json`` and comes back with ``Mess
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
-from enum import Enum
 from typing import Any, ClassVar
+
+from ._record import Record, string_keys, symbol_name
+from ._record import compact as _compact  # noqa: F401  # memory.py imports these three from here
+from ._record import dumps as _dumps  # noqa: F401
+from ._record import iso8601 as _iso8601  # noqa: F401
 
 __all__ = [
     "coerce_message",
@@ -31,32 +35,8 @@ __all__ = [
 ]
 
 
-def _dumps(value: Any) -> str:
-    """Compact JSON, like Ruby's ``to_json``: no spaces, UTF-8 kept, unknown objects as ``str()``."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def _name(value: Any) -> Any:
-    """An ``Enum`` member becomes its value (a Ruby symbol becomes its name); anything else is kept."""
-    return value.value if isinstance(value, Enum) else value
-
-
-def _keys(data: Mapping[Any, Any]) -> dict[str, Any]:
-    """A copy of ``data`` with string keys (Ruby's ``transform_keys(&:to_sym)``)."""
-    return {str(_name(key)): value for key, value in data.items()}
-
-
-def _compact(data: dict[str, Any]) -> dict[str, Any]:
-    """Drop ``None`` values only (Ruby's ``Hash#compact``); ``False``, ``0`` and ``""`` stay."""
-    return {key: value for key, value in data.items() if value is not None}
-
-
-def _iso8601(moment: datetime) -> str:
-    """Ruby's ``Time#iso8601``: seconds precision with the UTC offset."""
-    return moment.isoformat(timespec="seconds")
-
-
-class Message:
+@dataclass(kw_only=True)
+class Message(Record):
     """Base class of the conversation messages (Ruby ``RobotLab::Message``).
 
     Args:
@@ -75,24 +55,26 @@ class Message:
     VALID_ROLES: ClassVar[tuple[str, ...]] = ("system", "user", "assistant", "tool_result")
     VALID_STOP_REASONS: ClassVar[tuple[str, ...]] = ("tool", "stop")
 
+    _wire: ClassVar[tuple[str, ...]] = ("type", "role", "content", "stop_reason")
+    _compact: ClassVar[bool] = True
+
     type: str
     role: str
     content: Any
-    stop_reason: str | None
+    stop_reason: str | None = None
 
-    def __init__(self, *, type: Any, role: Any, content: Any, stop_reason: Any = None) -> None:
-        type, role, stop_reason = _name(type), _name(role), _name(stop_reason)
-        if str(type) not in self.VALID_TYPES:
-            raise ValueError(f"Invalid message type: {type}. Must be one of: {', '.join(self.VALID_TYPES)}")
+    def __post_init__(self) -> None:
+        kind, role, stop_reason = symbol_name(self.type), symbol_name(self.role), symbol_name(self.stop_reason)
+        if str(kind) not in self.VALID_TYPES:
+            raise ValueError(f"Invalid message type: {kind}. Must be one of: {', '.join(self.VALID_TYPES)}")
         if str(role) not in self.VALID_ROLES:
             raise ValueError(f"Invalid role: {role}. Must be one of: {', '.join(self.VALID_ROLES)}")
         if stop_reason is not None and str(stop_reason) not in self.VALID_STOP_REASONS:
             raise ValueError(
                 f"Invalid stop_reason: {stop_reason}. Must be one of: {', '.join(self.VALID_STOP_REASONS)}"
             )
-        self.type = str(type)
+        self.type = str(kind)
         self.role = str(role)
-        self.content = content
         self.stop_reason = None if stop_reason is None else str(stop_reason)
 
     @property
@@ -135,16 +117,6 @@ class Message:
         """``True`` when the model stopped to call a tool (``stop_reason == "tool"``)."""
         return self.stop_reason == "tool"
 
-    def to_dict(self) -> dict[str, Any]:
-        """``{type, role, content, stop_reason}`` without the ``None`` values."""
-        return _compact(
-            {"type": self.type, "role": self.role, "content": self.content, "stop_reason": self.stop_reason}
-        )
-
-    def to_json(self) -> str:
-        """``to_dict()`` as compact JSON."""
-        return _dumps(self.to_dict())
-
     @classmethod
     def from_dict(cls, data: Mapping[Any, Any]) -> Message:
         """Rebuild a message from ``to_dict`` output (Ruby ``Message.from_hash``).
@@ -158,89 +130,44 @@ class Message:
             ValueError: an invalid type, role or stop_reason.
             TypeError: a tool that is neither a :class:`ToolMessage` nor a dict.
         """
-        data = _keys(data)
-        kind = _name(data.get("type"))
+        data = string_keys(data)
+        kind = symbol_name(data.get("type"))
         kind = "text" if kind is None else str(kind)
-        if kind == "text":
-            return TextMessage(
-                role=data.get("role"), content=data.get("content"), stop_reason=data.get("stop_reason")
-            )
-        if kind == "tool_call":
-            return ToolCallMessage(
-                role=data.get("role"), tools=data.get("tools"), stop_reason=data.get("stop_reason")
-            )
-        if kind == "tool_result":
-            return ToolResultMessage(
-                tool=data.get("tool"), content=data.get("content"), stop_reason=data.get("stop_reason")
-            )
-        return Message(
-            type=kind, role=data.get("role"), content=data.get("content"), stop_reason=data.get("stop_reason")
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{key}={value!r}" for key, value in vars(self).items())
-        return f"{type(self).__name__}({fields})"
+        return _BY_TYPE.get(kind, Message)._from_keys({**data, "type": kind})
 
 
+@dataclass(kw_only=True)
 class TextMessage(Message):
     """Text from the system, the user or the assistant.
 
     ``TextMessage(role="assistant", content="Hi there!", stop_reason="stop")``
     """
 
-    def __init__(self, *, role: Any, content: Any, stop_reason: Any = None) -> None:
-        super().__init__(type="text", role=role, content=content, stop_reason=stop_reason)
+    type: str = field(default="text", init=False)
 
 
-class ToolMessage:
+@dataclass
+class ToolMessage(Record):
     """One tool invocation: its call ``id``, the tool ``name`` and the ``input`` arguments.
 
     Not a :class:`Message` (it has no role); :class:`ToolCallMessage` and
-    :class:`ToolResultMessage` carry it. ``input=None`` becomes ``{}``.
+    :class:`ToolResultMessage` carry it. ``input=None`` becomes ``{}``; ``from_dict`` accepts
+    ``arguments`` as an alias of ``input``. The dict form is ``{"type": "tool", "id", "name",
+    "input"}`` (not compacted).
     """
 
+    type: ClassVar[str] = "tool"
+    _wire: ClassVar[tuple[str, ...]] = ("type", "id", "name", "input")
+    _aliases: ClassVar[Mapping[str, str]] = {"arguments": "input"}
+
+    _: KW_ONLY
     id: Any
     name: Any
-    input: Any
+    input: Any = None
 
-    def __init__(self, *, id: Any, name: Any, input: Any = None) -> None:
-        self.id = id
-        self.name = name
-        self.input = {} if input is None else input
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"type": "tool", "id", "name", "input"}`` (not compacted)."""
-        return {"type": "tool", "id": self.id, "name": self.name, "input": self.input}
-
-    def to_json(self) -> str:
-        """``to_dict()`` as compact JSON."""
-        return _dumps(self.to_dict())
-
-    @classmethod
-    def from_dict(cls, data: Mapping[Any, Any]) -> ToolMessage:
-        """Rebuild from a dict; ``arguments`` is accepted as an alias of ``input``."""
-        data = _keys(data)
-        arguments = data.get("input")
-        if arguments is None:
-            arguments = data.get("arguments")
-        return cls(id=data.get("id"), name=data.get("name"), input=arguments)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"ToolMessage(id={self.id!r}, name={self.name!r}, input={self.input!r})"
+    def __post_init__(self) -> None:
+        if self.input is None:
+            self.input = {}
 
 
 def _tool(value: Any) -> ToolMessage:
@@ -251,8 +178,11 @@ def _tool(value: Any) -> ToolMessage:
     raise TypeError("Invalid tool: must be ToolMessage or Hash")
 
 
+@dataclass(kw_only=True)
 class ToolCallMessage(Message):
     """The model's request to run one or more tools; ``content`` is always ``None``.
+
+    The dict form is ``{type, role, tools: [...], stop_reason}``, not compacted.
 
     Args:
         role: usually ``"assistant"``.
@@ -265,31 +195,27 @@ class ToolCallMessage(Message):
             (``"Invalid tool: must be ToolMessage or Hash"``).
     """
 
+    _wire: ClassVar[tuple[str, ...]] = ("type", "role", "tools", "stop_reason")
+    _compact: ClassVar[bool] = False
+
+    type: str = field(default="tool_call", init=False)
+    content: Any = field(default=None, init=False)
     tools: list[ToolMessage]
+    stop_reason: str | None = "tool"
 
-    def __init__(self, *, role: Any, tools: Iterable[Any] | None, stop_reason: Any = "tool") -> None:
-        self.tools = [_tool(item) for item in (tools or [])]
-        super().__init__(
-            type="tool_call",
-            role=role,
-            content=None,
-            stop_reason="tool" if stop_reason is None else stop_reason,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{type, role, tools: [...], stop_reason}``, not compacted."""
-        return {
-            "type": self.type,
-            "role": self.role,
-            "tools": [item.to_dict() for item in self.tools],
-            "stop_reason": self.stop_reason,
-        }
+    def __post_init__(self) -> None:
+        self.tools = [_tool(item) for item in (self.tools or [])]
+        if self.stop_reason is None:
+            self.stop_reason = "tool"
+        super().__post_init__()
 
 
+@dataclass(kw_only=True)
 class ToolResultMessage(Message):
     """The result of running a tool; the role is ``"tool_result"``.
 
     ``content`` is conventionally ``{"data": ...}`` on success or ``{"error": ...}`` on failure.
+    The dict form is ``{type, role, tool: tool.to_dict(), content, stop_reason}``, not compacted.
 
     Args:
         tool: the :class:`ToolMessage` (or its dict) that was run.
@@ -301,16 +227,19 @@ class ToolResultMessage(Message):
             (``"Invalid tool: must be ToolMessage or Hash"``).
     """
 
-    tool: ToolMessage
+    _wire: ClassVar[tuple[str, ...]] = ("type", "role", "tool", "content", "stop_reason")
+    _compact: ClassVar[bool] = False
 
-    def __init__(self, *, tool: Any, content: Any, stop_reason: Any = "tool") -> None:
-        self.tool = _tool(tool)
-        super().__init__(
-            type="tool_result",
-            role="tool_result",
-            content=content,
-            stop_reason="tool" if stop_reason is None else stop_reason,
-        )
+    type: str = field(default="tool_result", init=False)
+    role: str = field(default="tool_result", init=False)
+    tool: ToolMessage
+    stop_reason: str | None = "tool"
+
+    def __post_init__(self) -> None:
+        self.tool = _tool(self.tool)
+        if self.stop_reason is None:
+            self.stop_reason = "tool"
+        super().__post_init__()
 
     @property
     def is_success(self) -> bool:
@@ -332,48 +261,43 @@ class ToolResultMessage(Message):
         """``content["error"]`` on error, else ``None``."""
         return self.content["error"] if self.is_error else None
 
-    def to_dict(self) -> dict[str, Any]:
-        """``{type, role, tool: tool.to_dict(), content, stop_reason}``, not compacted."""
-        return {
-            "type": self.type,
-            "role": self.role,
-            "tool": self.tool.to_dict(),
-            "content": self.content,
-            "stop_reason": self.stop_reason,
-        }
+
+_BY_TYPE: dict[str, type[Message]] = {
+    "text": TextMessage,
+    "tool_call": ToolCallMessage,
+    "tool_result": ToolResultMessage,
+}
 
 
-class UserMessage:
+@dataclass
+class UserMessage(Record):
     """The user's input with its context: session, extra system prompt and metadata.
 
     ``content`` is converted with ``str()`` (``None`` becomes ``""``, as Ruby's ``nil.to_s``);
     ``metadata`` defaults to ``{}``, ``id`` to a new UUID4 string and ``created_at`` is the
-    current time (an aware UTC ``datetime``).
+    current time (an aware UTC ``datetime``). The dict form is ``{content, session_id,
+    system_prompt, metadata, id, created_at}`` without ``None`` values, ``created_at`` in ISO 8601
+    with seconds precision.
 
     ``UserMessage("What is the weather?", session_id="thread_123", system_prompt="Respond in Spanish")``
     """
 
-    content: str
-    session_id: Any
-    system_prompt: str | None
-    metadata: dict[str, Any]
-    id: str
-    created_at: datetime
+    _wire: ClassVar[tuple[str, ...]] = ("content", "session_id", "system_prompt", "metadata", "id", "created_at")
+    _compact: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        content: Any,
-        *,
-        session_id: Any = None,
-        system_prompt: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        id: str | None = None,
-    ) -> None:
-        self.content = "" if content is None else str(content)
-        self.session_id = session_id
-        self.system_prompt = system_prompt
-        self.metadata = {} if metadata is None else dict(metadata)
-        self.id = str(uuid.uuid4()) if id is None else id
+    content: str
+    _: KW_ONLY
+    session_id: Any = None
+    system_prompt: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    created_at: datetime = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.content = "" if self.content is None else str(self.content)
+        self.metadata = {} if self.metadata is None else dict(self.metadata)
+        if self.id is None:  # from_dict without an id
+            self.id = str(uuid.uuid4())
         self.created_at = datetime.now(UTC)
 
     def to_message(self) -> TextMessage:
@@ -383,61 +307,24 @@ class UserMessage:
     def __str__(self) -> str:
         return self.content
 
-    def to_dict(self) -> dict[str, Any]:
-        """``{content, session_id, system_prompt, metadata, id, created_at}`` without ``None`` values;
-        ``created_at`` is ISO 8601 with seconds precision."""
-        return _compact(
-            {
-                "content": self.content,
-                "session_id": self.session_id,
-                "system_prompt": self.system_prompt,
-                "metadata": self.metadata,
-                "id": self.id,
-                "created_at": _iso8601(self.created_at),
-            }
-        )
-
-    def to_json(self) -> str:
-        """``to_dict()`` as compact JSON."""
-        return _dumps(self.to_dict())
-
     @classmethod
     def coerce(cls, value: Any) -> UserMessage:
         """Normalize any input to a :class:`UserMessage` (Ruby ``UserMessage.from``).
 
         A ``UserMessage`` is returned as is; a ``str`` becomes the content; a dict gives
         ``content``, ``session_id``, ``system_prompt``, ``metadata`` and ``id`` (a new
-        ``created_at``); a :class:`TextMessage` gives its content; anything else goes through ``str()``.
+        ``created_at``), as :meth:`from_dict`; a :class:`TextMessage` gives its content; anything
+        else goes through ``str()``.
         """
         if isinstance(value, UserMessage):
             return value
         if isinstance(value, str):
             return cls(value)
         if isinstance(value, Mapping):
-            data = _keys(value)
-            return cls(
-                data.get("content"),
-                session_id=data.get("session_id"),
-                system_prompt=data.get("system_prompt"),
-                metadata=data.get("metadata"),
-                id=data.get("id"),
-            )
+            return cls.from_dict(value)
         if isinstance(value, TextMessage):
             return cls(value.content)
         return cls(str(value))
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return vars(self) == vars(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return (
-            f"UserMessage({self.content!r}, session_id={self.session_id!r}, "
-            f"system_prompt={self.system_prompt!r}, metadata={self.metadata!r}, id={self.id!r})"
-        )
 
 
 def coerce_message(item: Any) -> Message:

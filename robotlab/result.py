@@ -12,13 +12,21 @@ import calendar
 import hashlib
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
-from .messages import Message, ToolResultMessage, _compact, _dumps, _iso8601, _keys
+from ._record import Record, dumps
+from .messages import Message, ToolResultMessage
 from .messages import coerce_message as _message
 
 __all__ = ["RobotResult"]
+
+#: The keys of :meth:`RobotResult.export`, in order.
+_EXPORTED = (
+    "robot_name", "delegated_by", "output", "tool_calls", "created_at", "id", "checksum", "stop_reason",
+    "duration", "input_tokens", "output_tokens", "cost", "model",
+)
 
 
 def _items(values: Any) -> list[Any]:
@@ -46,18 +54,24 @@ def _moment(value: datetime | str | None) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def _dump_all(items: Iterable[Any] | None) -> list[Any] | None:
-    if items is None:
-        return None
-    return [item.to_dict() if hasattr(item, "to_dict") else item for item in items]
+def _messages(items: Iterable[Any] | None) -> list[Any] | None:
+    return None if items is None else [_message(item) for item in items]
 
 
-class RobotResult:
+@dataclass(init=False, eq=False, repr=False)
+class RobotResult(Record):
     """The result of one robot run (Ruby ``RobotLab::RobotResult``).
+
+    ``export()`` is the persistence form (no debug fields), ``to_dict()`` adds the debug fields
+    ``prompt``, ``history`` and ``raw``, ``to_json()`` is ``export()`` as JSON and ``from_dict``
+    rebuilds a result from either. Results compare by identity, as before. The constructor is
+    written out (not generated) because it accepts more than the fields hold: dicts for messages,
+    a string for ``created_at``, ``None`` for the counts.
 
     Args:
         robot_name: the name of the robot that ran.
-        output: the output messages, :class:`~robotlab.messages.Message` objects or their dicts.
+        output: the output messages, :class:`~robotlab.messages.Message` objects or their dicts
+            (a single message or dict, or ``None``, is accepted too).
         tool_calls: tool results, :class:`~robotlab.messages.ToolResultMessage` objects or dicts
             (a dict of type ``"tool_result"`` becomes a ``ToolResultMessage``, any other dict goes
             through ``Message.from_dict``).
@@ -82,6 +96,27 @@ class RobotResult:
         ValueError: a message dict is invalid (see :class:`~robotlab.messages.Message`).
     """
 
+    _wire: ClassVar[tuple[str, ...]] = (*_EXPORTED, "prompt", "history", "raw")
+    _compact: ClassVar[bool] = True
+    _omit_zero: ClassVar[frozenset[str]] = frozenset({"input_tokens", "output_tokens", "cost"})
+    _not_restored: ClassVar[frozenset[str]] = frozenset({"duration", "delegated_by"})
+
+    robot_name: str | None
+    output: list[Message]
+    tool_calls: list[Message]
+    created_at: datetime
+    id: str
+    prompt: list[Any] | None
+    history: list[Any] | None
+    raw: Any
+    stop_reason: str | None
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    model: str | None
+    duration: float | None
+    delegated_by: str | None
+
     def __init__(
         self,
         *,
@@ -102,10 +137,10 @@ class RobotResult:
         delegated_by: str | None = None,
     ) -> None:
         self.robot_name = robot_name
-        self.output: list[Message] = [_message(item) for item in _items(output)]
-        self.tool_calls: list[Message] = [_tool_result(item) for item in _items(tool_calls)]
-        self.created_at: datetime = _moment(created_at)
-        self.id: str = str(uuid.uuid4()) if id is None else id
+        self.output = [_message(item) for item in _items(output)]
+        self.tool_calls = [_tool_result(item) for item in _items(tool_calls)]
+        self.created_at = _moment(created_at)
+        self.id = str(uuid.uuid4()) if id is None else id
         self.prompt = prompt
         self.history = history
         self.raw = raw
@@ -159,7 +194,7 @@ class RobotResult:
             "tool_calls": [message.to_dict() for message in self.tool_calls],
             "created_at": calendar.timegm(self.created_at.utctimetuple()),
         }
-        return hashlib.sha256(_dumps(content).encode("utf-8")).hexdigest()
+        return hashlib.sha256(dumps(content).encode("utf-8")).hexdigest()
 
     def export(self) -> dict[str, Any]:
         """The persistence form, without debug fields and without ``None`` values.
@@ -169,38 +204,15 @@ class RobotResult:
         ``input_tokens`` and ``output_tokens`` (only when positive), then the Python additions
         ``cost`` (only when positive) and ``model``.
         """
-        return _compact(
-            {
-                "robot_name": self.robot_name,
-                "delegated_by": self.delegated_by,
-                "output": [message.to_dict() for message in self.output],
-                "tool_calls": [message.to_dict() for message in self.tool_calls],
-                "created_at": _iso8601(self.created_at),
-                "id": self.id,
-                "checksum": self.checksum,
-                "stop_reason": self.stop_reason,
-                "duration": self.duration,
-                "input_tokens": self.input_tokens if self.input_tokens > 0 else None,
-                "output_tokens": self.output_tokens if self.output_tokens > 0 else None,
-                "cost": self.cost if self.cost > 0 else None,
-                "model": self.model,
-            }
-        )
+        return self._dict_of(_EXPORTED)
 
     def to_dict(self) -> dict[str, Any]:
         """:meth:`export` plus the debug fields ``prompt``, ``history`` and ``raw`` (``None`` dropped)."""
-        return _compact(
-            {
-                **self.export(),
-                "prompt": _dump_all(self.prompt),
-                "history": _dump_all(self.history),
-                "raw": self.raw,
-            }
-        )
+        return super().to_dict()
 
     def to_json(self) -> str:
         """:meth:`export` as compact JSON (debug fields excluded)."""
-        return _dumps(self.export())
+        return dumps(self.export())
 
     @classmethod
     def from_dict(cls, data: Mapping[Any, Any]) -> RobotResult:
@@ -211,23 +223,9 @@ class RobotResult:
         ``duration`` and ``delegated_by`` are **not** restored (they stay ``None``), as in
         RobotLab; set them again if needed. ``checksum`` is recomputed, not read.
         """
-        data = _keys(data)
-        prompt, history = data.get("prompt"), data.get("history")
-        return cls(
-            robot_name=data.get("robot_name"),
-            output=data.get("output"),
-            tool_calls=data.get("tool_calls"),
-            created_at=data.get("created_at"),
-            id=data.get("id"),
-            prompt=None if prompt is None else [_message(item) for item in prompt],
-            history=None if history is None else [_message(item) for item in history],
-            raw=data.get("raw"),
-            stop_reason=data.get("stop_reason"),
-            input_tokens=data.get("input_tokens"),
-            output_tokens=data.get("output_tokens"),
-            cost=data.get("cost"),
-            model=data.get("model"),
-        )
+        result = super().from_dict(data)
+        result.prompt, result.history = _messages(result.prompt), _messages(result.history)
+        return result
 
     def __repr__(self) -> str:
         return (

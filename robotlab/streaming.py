@@ -17,15 +17,20 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, Final, Literal, NamedTuple, get_args
+
+from ._record import Record
 
 __all__ = [
     "ALL_EVENTS",
     "DELTA_EVENTS",
     "LIFECYCLE_EVENTS",
     "Chunk",
+    "DeltaKind",
     "Event",
     "EventEmitter",
+    "EventKind",
+    "LifecycleKind",
     "SequenceCounter",
     "current_emitter",
     "emitting",
@@ -35,53 +40,60 @@ __all__ = [
     "run_publisher",
 ]
 
-RUN_STARTED = "run.started"
-RUN_COMPLETED = "run.completed"
-RUN_FAILED = "run.failed"
-TEXT_DELTA = "text.delta"
-TOOL_CALL_STARTED = "tool_call.started"
-TOOL_CALL_COMPLETED = "tool_call.completed"
-USAGE_UPDATED = "usage.updated"
-HITL_REQUESTED = "hitl.requested"
-HITL_RESOLVED = "hitl.resolved"
-STEP_STARTED = "step.started"
-STEP_COMPLETED = "step.completed"
-STEP_FAILED = "step.failed"
-STREAM_ENDED = "stream.ended"
-
 #: Lifecycle events (RobotLab ``LIFECYCLE_EVENTS`` plus the tool-call pair this port emits).
-LIFECYCLE_EVENTS: tuple[str, ...] = (
-    RUN_STARTED,
-    RUN_COMPLETED,
-    RUN_FAILED,
+LifecycleKind = Literal[
+    "run.started",
+    "run.completed",
+    "run.failed",
     "run.interrupted",
-    STEP_STARTED,
-    STEP_COMPLETED,
-    STEP_FAILED,
+    "step.started",
+    "step.completed",
+    "step.failed",
     "part.created",
     "part.completed",
     "part.failed",
-    TOOL_CALL_STARTED,
-    TOOL_CALL_COMPLETED,
-)
+    "tool_call.started",
+    "tool_call.completed",
+]
 #: Delta events, which carry a piece of something growing.
-DELTA_EVENTS: tuple[str, ...] = (
-    TEXT_DELTA,
+DeltaKind = Literal[
+    "text.delta",
     "tool_call.arguments.delta",
     "tool_call.output.delta",
     "reasoning.delta",
     "data.delta",
-)
-#: Every event kind.
-ALL_EVENTS: tuple[str, ...] = (
-    *LIFECYCLE_EVENTS,
-    *DELTA_EVENTS,
-    HITL_REQUESTED,
-    HITL_RESOLVED,
-    USAGE_UPDATED,
+]
+#: Every event kind: the value of :attr:`Event.kind`, which tells events apart.
+EventKind = Literal[
+    LifecycleKind,
+    DeltaKind,
+    "hitl.requested",
+    "hitl.resolved",
+    "usage.updated",
     "metadata.updated",
-    STREAM_ENDED,
-)
+    "stream.ended",
+]
+
+RUN_STARTED: Final = "run.started"
+RUN_COMPLETED: Final = "run.completed"
+RUN_FAILED: Final = "run.failed"
+TEXT_DELTA: Final = "text.delta"
+TOOL_CALL_STARTED: Final = "tool_call.started"
+TOOL_CALL_COMPLETED: Final = "tool_call.completed"
+USAGE_UPDATED: Final = "usage.updated"
+HITL_REQUESTED: Final = "hitl.requested"
+HITL_RESOLVED: Final = "hitl.resolved"
+STEP_STARTED: Final = "step.started"
+STEP_COMPLETED: Final = "step.completed"
+STEP_FAILED: Final = "step.failed"
+STREAM_ENDED: Final = "stream.ended"
+
+#: Lifecycle events, as a tuple.
+LIFECYCLE_EVENTS: tuple[str, ...] = get_args(LifecycleKind)
+#: Delta events, as a tuple.
+DELTA_EVENTS: tuple[str, ...] = get_args(DeltaKind)
+#: Every event kind, as a tuple.
+ALL_EVENTS: tuple[str, ...] = get_args(EventKind)
 
 
 def is_lifecycle(kind: str) -> bool:
@@ -125,23 +137,38 @@ class SequenceCounter:
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
-    """One streaming event of a run."""
+class Event(Record):
+    """One streaming event of a run, told apart by its ``kind``.
 
-    kind: str
+    ``to_dict()`` is ``{"kind", "run_id", "seq", "ts", **data}``, the JSON sent over the wire, and
+    ``Event.from_dict`` reads it back (the keys other than the first four are the ``data``).
+    ``kind`` is one of :data:`EventKind`, or a kind an extension adds: it is typed
+    ``EventKind | str`` (so code passing a plain string type-checks) and not checked at run time;
+    :func:`is_valid` tells the known ones.
+
+    Events are created once per streamed token, so this is a frozen slotted dataclass, not a
+    pydantic model. Measured on the 2-core development machine (CPU time, best of 7 rounds of
+    100,000, main and this module interleaved in one process): creating an event takes about
+    1.0 us, as before this module moved to the shared serializer, against 1.5-2.0 us for a frozen
+    pydantic model of the same fields; ``to_dict()`` takes about 0.9 us (0.16 us when it was
+    written out by hand), and it runs once per coalesced batch, not per token.
+    """
+
+    _wire: ClassVar[tuple[str, ...]] = ("kind", "run_id", "seq", "ts")
+    _spread: ClassVar[str | None] = "data"
+
+    kind: EventKind | str
     run_id: str
     seq: int
     ts: float
     data: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """``{"kind", "run_id", "seq", "ts", **data}``: the JSON sent over the wire."""
-        return {"kind": self.kind, "run_id": self.run_id, "seq": self.seq, "ts": self.ts, **self.data}
-
 
 @dataclass(frozen=True, slots=True)
-class Chunk:
+class Chunk(Record):
     """A piece of streamed model text, as given to ``on_content`` callbacks."""
+
+    _wire: ClassVar[tuple[str, ...]] = ("content", "thinking")
 
     content: str
     thinking: str | None = None

@@ -41,13 +41,15 @@ def new_run_id() -> str:
 
 
 class Status(models.TextChoices):
-    """The life of a run: queued -> running -> completed or failed (retrying between attempts)."""
+    """The life of a run: queued -> running -> completed or failed (retrying between attempts); a network
+    task that will not run (its turn ended first) is skipped."""
 
     QUEUED = "queued", _("queued")
     RUNNING = "running", _("running")
     RETRYING = "retrying", _("retrying")
     COMPLETED = "completed", _("completed")
     FAILED = "failed", _("failed")
+    SKIPPED = "skipped", _("skipped")
 
 
 class ThreadQuerySet(models.QuerySet):
@@ -149,6 +151,20 @@ class AbstractRobotResult(models.Model):
     run_id = models.CharField(_("run id"), max_length=64, default=new_run_id, db_index=True)
     task_id = models.CharField(_("task id"), max_length=255, blank=True, default="", db_index=True)
     attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    task_name = models.CharField(_("network task"), max_length=255, blank=True, default="",
+                                 help_text=_("The network task this row ran, on a network turn's task row."))
+    parent = models.ForeignKey("self", verbose_name=_("network turn"), null=True, blank=True,
+                               on_delete=models.CASCADE, related_name="task_rows",
+                               help_text=_("The network turn this task row belongs to."))
+    worker = models.CharField(_("worker"), max_length=255, blank=True, default="",
+                              help_text=_("The host (Celery hostname) that ran the row's last attempt."))
+    worker_pid = models.PositiveIntegerField(_("worker pid"), null=True, blank=True)
+    turn_state = models.JSONField(_("turn state"), default=dict, blank=True, encoder=RobotLabJSONEncoder,
+                                  help_text=_("A distributed network turn's scheduling state "
+                                              "(robotlab.network.TurnState.to_dict())."))
+    turn_version = models.PositiveIntegerField(_("turn version"), default=0,
+                                               help_text=_("Bumped by every change of the turn state; a change "
+                                                           "applies only over the version it read."))
     created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
@@ -176,8 +192,8 @@ class AbstractRobotResult(models.Model):
 
     @property
     def is_finished(self) -> bool:
-        """Whether the run completed or failed."""
-        return self.status in (Status.COMPLETED, Status.FAILED)
+        """Whether the run completed, failed or was skipped."""
+        return self.status in (Status.COMPLETED, Status.FAILED, Status.SKIPPED)
 
     def output_messages(self) -> list[Any]:
         """``output_data`` as :class:`robotlab.messages.Message` objects."""

@@ -41,6 +41,7 @@ from .encoders import RobotLabJSONEncoder
 from .models import RobotResult, RunStep, Thread
 from .registry import UnknownRobotError
 from .transcript import export_threads, run_items, transcript_runs
+from .turn_graph import turn_graph
 from .usage import daily_usage
 
 __all__ = ["RobotResultAdmin", "RobotResultInline", "RunStepInline", "ThreadAdmin", "register_models"]
@@ -347,7 +348,8 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
     fields = ("thread", "sequence_number", "robot_name", "status", "input", "reply", "transcript_display",
               "stop_reason", "checksum", "model", "input_tokens", "output_tokens", "cost_display",
               "duration_display", "error_type", "error", "delegated_by", "run_id", "task_id", "attempts",
-              "created_at", "started_at", "finished_at", "output_display", "tool_calls_display", "messages_display")
+              "created_at", "started_at", "finished_at", "task_name", "worker", "worker_pid", "task_graph_display",
+              "output_display", "tool_calls_display", "messages_display")
     readonly_fields = fields
     change_list_template = "robotlab/admin/result_change_list.html"
     change_form_template = "robotlab/admin/result_change_form.html"
@@ -401,6 +403,11 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
     def messages_display(self, obj: Any) -> str:
         """The chat messages the run appended, pretty-printed."""
         return _json_block(obj.messages)
+
+    @admin.display(description=_("task graph"))
+    def task_graph_display(self, obj: Any) -> str:
+        """A network turn's tasks as a picture, coloured by status (see :mod:`robotlab_django.turn_graph`)."""
+        return turn_graph(obj)
 
     @admin.display(description=_("transcript"))
     def transcript_display(self, obj: Any) -> str:

@@ -8,8 +8,9 @@ from django.apps import AppConfig
 class RobotLabConfig(AppConfig):
     """``robotlab_django`` under the label ``robotlab``.
 
-    ``ready()`` registers the system checks (:mod:`robotlab_django.checks`) and imports the
-    ``robots`` module of every installed app (:meth:`~robotlab_django.registry.RobotRegistry.autodiscover`).
+    ``ready()`` registers the system checks (:mod:`robotlab_django.checks`), connects the executor (which
+    dispatches the task rows of distributed network turns, :mod:`robotlab_django.network_turns`) and imports
+    the ``robots`` module of every installed app (:meth:`~robotlab_django.registry.RobotRegistry.autodiscover`).
     """
 
     name = "robotlab_django"
@@ -22,6 +23,7 @@ class RobotLabConfig(AppConfig):
         from django.core import checks
 
         from . import checks as robotlab_checks
+        from . import executor  # noqa: F401  (its receiver dispatches the task rows a network turn queues)
         from .conf import app_settings
         from .registry import registry
 

@@ -85,6 +85,14 @@ SETTINGS: dict[str, Setting] = {
         "background thread of this process once the transaction commits; 'sync' runs them at once; 'celery' "
         "sends robotlab_django.tasks.run_robot to a Celery worker once the transaction commits.",
         choices=("thread", "sync", "celery")),
+    "DISTRIBUTED_NETWORKS": Setting(
+        None, (bool,), "Run a network turn as one job per task, advanced by whichever worker finishes one "
+        "(see docs/django/distributed-networks.md); None: on when EXECUTOR is 'celery', else the turn runs in "
+        "one process.", nullable=True),
+    "NETWORK_MEMORY_URL": Setting(
+        None, (str,), "Redis URL of the memory the tasks of a distributed network turn share (one namespace per "
+        "turn, so a task's memory.get(key, wait=...) wakes when a task on another worker sets the key); None: "
+        "each task's process has the network's own in-process memory.", nullable=True),
     "TASK_QUEUE": Setting(
         "default", (str,), "Queue name given to jobs that name none (used by queue-based executors)."),
     "TASK_MAX_ATTEMPTS": Setting(
@@ -149,6 +157,9 @@ class AppSettings:
     STEP_MODEL = property(lambda self: self.get("STEP_MODEL"), doc=SETTINGS["STEP_MODEL"].doc)
     CHECKPOINT_STEPS = property(lambda self: self.get("CHECKPOINT_STEPS"), doc=SETTINGS["CHECKPOINT_STEPS"].doc)
     EXECUTOR = property(lambda self: self.get("EXECUTOR"), doc=SETTINGS["EXECUTOR"].doc)
+    DISTRIBUTED_NETWORKS = property(lambda self: self.get("DISTRIBUTED_NETWORKS"),
+                                    doc=SETTINGS["DISTRIBUTED_NETWORKS"].doc)
+    NETWORK_MEMORY_URL = property(lambda self: self.get("NETWORK_MEMORY_URL"), doc=SETTINGS["NETWORK_MEMORY_URL"].doc)
     TASK_QUEUE = property(lambda self: self.get("TASK_QUEUE"), doc=SETTINGS["TASK_QUEUE"].doc)
     TASK_MAX_ATTEMPTS = property(lambda self: self.get("TASK_MAX_ATTEMPTS"), doc=SETTINGS["TASK_MAX_ATTEMPTS"].doc)
     RUN_LEASE = property(lambda self: self.get("RUN_LEASE"), doc=SETTINGS["RUN_LEASE"].doc)

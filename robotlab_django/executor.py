@@ -20,11 +20,15 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections, connections, transaction
+from django.dispatch import receiver
 
+from robotlab.errors import RobotLabError
+
+from . import network_turns
 from .claims import release_stuck
 from .conf import app_settings
 from .records import get_thread, start_run
-from .runner import execute_run
+from .runner import deliver, execute_run
 
 __all__ = ["EXECUTORS", "NothingToRerunError", "dispatch", "enqueue", "join", "requeue_stuck",
            "rerun_last_user_message"]
@@ -38,14 +42,29 @@ _threads: set[threading.Thread] = set()
 _threads_lock = threading.Lock()
 
 
-class NothingToRerunError(ValueError):
+class NothingToRerunError(RobotLabError, ValueError):
     """The thread has no user message to run again."""
+
+
+def _execute_here(pk: Any) -> None:
+    """Execute the row ``pk`` in this process: a distributed network turn's rows as a job would."""
+    if network_turns.distributed_networks():
+        deliver(pk)
+    else:
+        execute_run(pk, raise_errors=False)
+
+
+@receiver(network_turns.task_rows_queued)
+def _dispatch_task_rows(sender: Any = None, pks: Any = (), **kwargs: Any) -> None:
+    """Dispatch the task rows a distributed network turn just queued (its tasks whose dependencies are done)."""
+    for pk in pks:
+        dispatch(pk)
 
 
 def _execute_in_background(pk: Any) -> None:
     close_old_connections()
     try:
-        execute_run(pk, raise_errors=False)
+        _execute_here(pk)
     except Exception:  # the row may be gone, or the database down; never kill the process
         logger.exception("robotlab: background run %s failed", pk)
     finally:
@@ -97,7 +116,7 @@ def dispatch(result: Any, *, queue: str | None = None) -> None:
     pk = getattr(result, "pk", result)
     mode = app_settings.EXECUTOR
     if mode == "sync":
-        execute_run(pk, raise_errors=False)
+        _execute_here(pk)
     elif mode == "thread":
         transaction.on_commit(lambda: _start_thread(pk), robust=True)
     elif mode == "celery":
@@ -130,6 +149,8 @@ def requeue_stuck(*, lease: float | None = None, dry_run: bool = False) -> tuple
     if not dry_run:
         for pk in requeued:
             dispatch(pk)
+        for row in app_settings.result_model().objects.filter(pk__in=failed, parent__isnull=False):
+            network_turns.settle_exhausted(row)  # a network task out of attempts fails its turn
     return requeued, failed
 
 

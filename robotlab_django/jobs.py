@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from robotlab.errors import RobotLabError
+
 from .conf import app_settings
 
 __all__ = ["RobotJob", "RobotNotSpecifiedError", "robot_job"]
 
 
-class RobotNotSpecifiedError(ValueError):
+class RobotNotSpecifiedError(RobotLabError, ValueError):
     """Neither the job nor the call names a robot."""
 
     def __init__(self) -> None:

@@ -10,12 +10,14 @@ import keyword
 import re
 from dataclasses import dataclass
 
+from robotlab.errors import RobotLabError
+
 __all__ = ["InvalidNameError", "RobotName", "app_name", "robot_name", "snake_case", "tool_name"]
 
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+")
 
 
-class InvalidNameError(ValueError):
+class InvalidNameError(RobotLabError, ValueError):
     """A name that cannot become a Python identifier."""
 
 

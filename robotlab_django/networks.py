@@ -52,7 +52,7 @@ from robotlab.task import FlowResult
 
 from .abstract_models import Status
 from .conf import app_settings
-from .records import Outcome, outcome_fields, reply_text
+from .records import Outcome, current_worker, outcome_fields, reply_text
 
 __all__ = ["NetworkTurn", "step_rows"]
 
@@ -166,9 +166,12 @@ class NetworkTurn:
         failure = self.failures.get(name)
         messages = robot.messages[self.history_length:] if isinstance(robot, Robot) else []
         columns = outcome_fields(result, messages=messages)
+        task = next((t for t, spec in self.network.tasks.items() if getattr(spec.robot, "name", None) == name), "")
+        worker, pid = current_worker()
         columns.update(robot_name=name, delegated_by=row.robot_name, run_id=f"{row.run_id}.{index}",
                        task_id=row.task_id, input=self.inputs.get(name, ""), attempts=1, started_at=row.started_at,
-                       finished_at=timezone.now())
+                       finished_at=timezone.now(), task_name=task, parent_id=row.pk, worker=worker,
+                       worker_pid=pid)
         if failure is not None:
             columns.update(status=Status.FAILED, reply="", error=failure[0], error_type=failure[1])
         return columns

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -26,7 +28,8 @@ from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
 from .registry import registry
 
-__all__ = ["APPEND_ATTEMPTS", "Outcome", "append_result", "check_message", "get_thread", "outcome_fields",
+__all__ = ["APPEND_ATTEMPTS", "Outcome", "append_result", "check_message", "current_worker", "get_thread",
+           "outcome_fields",
            "reply_text", "save_row", "start_run", "store_outcome"]
 
 logger = logging.getLogger("robotlab_django")
@@ -145,6 +148,18 @@ def start_run(thread: Any, robot: Any, message: Any, *, user: Any = None, task_i
     with transaction.atomic():
         found = get_thread(thread, user=user)
         return append_result(found, robot_name=entry.name, input=text, status=Status.QUEUED, task_id=task_id)
+
+
+def current_worker() -> tuple[str, int]:
+    """Who runs here: the Celery hostname of the task in progress (else this host's name), and this pid."""
+    hostname = None
+    try:
+        from celery import current_task
+
+        hostname = getattr(getattr(current_task, "request", None), "hostname", None)
+    except ImportError:  # pragma: no cover - celery is a dependency of the app
+        pass
+    return str(hostname or socket.gethostname()), os.getpid()
 
 
 def reply_text(value: Any) -> str:

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, ClassVar, TypeVar, overload
 
+from robotlab.errors import RobotLabError
+
 from . import naming
 
 __all__ = [
@@ -48,7 +50,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-class UnknownRobotError(LookupError):
+class UnknownRobotError(RobotLabError, LookupError):
     """No robot is registered under a name (nor a network, when ``networks`` lists the registered ones)."""
 
     kind = "robot"
@@ -88,7 +90,7 @@ class UnknownNetworkError(UnknownRobotError):
         super().__init__(name, known)
 
 
-class RobotAlreadyRegistered(ValueError):
+class RobotAlreadyRegistered(RobotLabError, ValueError):
     """Two different factories claim the same robot or network name."""
 
 

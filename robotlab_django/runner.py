@@ -22,9 +22,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from robotlab.errors import RobotLabError
 from robotlab.streaming import Event
 
-from . import claims
+from . import claims, network_turns
 from .abstract_models import Status
 from .conf import app_settings
 from .event_stream import apublish_failure, astream_run
@@ -40,7 +41,7 @@ logger = logging.getLogger("robotlab_django")
 EventCallback = Callable[[Event], Any]
 
 
-class RunFailedError(RuntimeError):
+class RunFailedError(RobotLabError, RuntimeError):
     """A robot run failed; ``result`` is the stored (``failed``) row and ``__cause__`` the error."""
 
     def __init__(self, result: Any) -> None:
@@ -168,7 +169,8 @@ def run_robot(thread: Any, robot: Any, message: Any, *, user: Any = None, llm: A
 
 def deliver(result_id: Any, *, retried: bool = False, redelivered: bool = False) -> dict[str, Any]:
     """What a background job does with the row ``result_id``: admit it (:func:`robotlab_django.claims.admit`),
-    then claim, run and store it.
+    then claim, run and store it. A row of a distributed network turn (its start, or one of its tasks) runs
+    through :func:`robotlab_django.network_turns.execute`, which announces the task rows it queued.
 
     Returns:
         ``{"result_id", "run_id", "status", "attempts", "skipped"}``; ``skipped`` is true when the
@@ -177,7 +179,11 @@ def deliver(result_id: Any, *, retried: bool = False, redelivered: bool = False)
     row, skipped = claims.admit(result_id, retried=retried, redelivered=redelivered)
     if row is None:
         return {"result_id": result_id, "run_id": "", "status": "missing", "attempts": 0, "skipped": True}
-    if not skipped:
+    if skipped:
+        network_turns.settle_exhausted(row)  # a network task out of attempts fails its turn
+    elif network_turns.is_distributed(row):
+        row, _queued = network_turns.execute(row)  # one job of a distributed network turn
+    else:
         row = execute_run(row, raise_errors=False)
     return {"result_id": row.pk, "run_id": row.run_id, "status": str(row.status), "attempts": row.attempts,
             "skipped": skipped}

@@ -19,6 +19,8 @@ from typing import Any
 from django.apps import apps
 from django.template import Context, Engine
 
+from robotlab.errors import RobotLabError
+
 from . import naming
 
 __all__ = [
@@ -42,7 +44,7 @@ SCAFFOLDS = Path(__file__).resolve().parent / "scaffolds"
 _engine = Engine(dirs=[str(SCAFFOLDS)], autoescape=False, string_if_invalid="<MISSING {%s}>")
 
 
-class ScaffoldError(Exception):
+class ScaffoldError(RobotLabError):
     """A scaffold cannot be written as asked (the commands turn it into ``CommandError``)."""
 
 

@@ -33,6 +33,7 @@ from celery.exceptions import WorkerLostError
 from celery.signals import task_failure
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
+from . import network_turns
 from .claims import fail_exhausted
 from .conf import app_settings
 from .runner import deliver
@@ -70,6 +71,8 @@ def _worker_lost(sender: Any = None, exception: BaseException | None = None, arg
     if not connection.in_atomic_block:  # the main process runs no tasks: its connection may be stale
         close_old_connections()
     row = app_settings.result_model().objects.filter(pk=args[0]).first()
-    if row is not None and not fail_exhausted(row):
+    if row is not None and fail_exhausted(row):
+        network_turns.settle_exhausted(row)  # a network task out of attempts fails its turn
+    elif row is not None:
         logger.warning("robotlab: run %s lost its worker after %s attempts; robotlab_requeue_stuck will re-queue it",
                        row.pk, row.attempts)

@@ -4,8 +4,9 @@
 variable                  effect (absent: the embedded default)
 ========================  ====================================================================
 ``DATABASE_URL``          any dj-database-url URL (``postgres://...``); else SQLite in this folder
-``REDIS_URL``             channels-redis channel layer, Celery broker, ``EXECUTOR="celery"``;
-                          else the in-memory channel layer and the in-process executor
+``REDIS_URL``             channels-redis channel layer, Celery broker, ``EXECUTOR="celery"`` (so the
+                          ``support`` network runs one Celery job per task, sharing its memory in
+                          Redis); else the in-memory channel layer and the in-process executor
 ``ROBOTLAB_EXECUTOR``     force an executor: ``thread``, ``sync`` or ``celery``
 ``ROBOT_LAB_MODEL`` or a  a real model through litellm (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...);
 provider key              else the offline demo model, which the page announces
@@ -111,6 +112,8 @@ LLM_CONFIGURED = robotlab.get_config().default_model() is not None
 ROBOTLAB = {
     "EXECUTOR": os.environ.get("ROBOTLAB_EXECUTOR") or ("celery" if REDIS_URL else "thread"),
     "MAX_TOOL_ROUNDS": 8,
+    # with Redis, a network turn's tasks (one Celery job each) share one memory there, a namespace per turn
+    "NETWORK_MEMORY_URL": REDIS_URL,
 }
 if not LLM_CONFIGURED:
     ROBOTLAB["LLM"] = "chat.robots.demo_llm"

@@ -19,17 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .client import MCPClient, content_text
-    from .connections import Connection, ConnectionManager, ConnectionPoller, get_manager
+    from .connections import ConnectionManager, get_manager
     from .discovery import ServerDiscovery
     from .management import MCPManagement, discover_tools
+    from .poller import ConnectionPoller
     from .server import BackgroundHTTPServer, create_server, serve
     from .server_config import DEFAULT_TIMEOUT, VALID_TRANSPORT_TYPES, ServerConfig
+    from .session import Connection
 
 _EXPORTS: dict[str, str] = {
     "BackgroundHTTPServer": "server",
-    "Connection": "connections",
+    "Connection": "session",
     "ConnectionManager": "connections",
-    "ConnectionPoller": "connections",
+    "ConnectionPoller": "poller",
     "DEFAULT_TIMEOUT": "server_config",
     "MCPClient": "client",
     "MCPManagement": "management",

@@ -22,8 +22,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from ..errors import MCPError
-from .connections import Connection, ConnectionManager, ConnectionPoller, connect_error, get_manager
+from .connections import ConnectionManager, get_manager
+from .failures import connect_error
+from .poller import ConnectionPoller
 from .server_config import ServerConfig
+from .session import Connection
 
 __all__ = ["MCPClient", "content_text"]
 
@@ -140,7 +143,7 @@ class MCPClient:
     # -- requests ----------------------------------------------------------------------------------
     async def _request(self, fn: Callable[[Any], Awaitable[T]]) -> T:
         if self._connection is None or self._connection.is_closed:
-            raise MCPError(f"Not connected to MCP server: {self.server.name}")
+            raise MCPError(f"Not connected to MCP server: {self.server.name}", server_name=self.server.name)
         return await self._connection.call(fn)
 
     async def _raw_request(self, message: Mapping[str, Any]) -> dict[str, Any]:

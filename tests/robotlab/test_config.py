@@ -109,3 +109,25 @@ def test_configure_validates_values() -> None:
     with pytest.raises(ConfigurationError, match=r"Invalid setting: max_tool_rounds"):
         configure(max_tool_rounds="abc")
     assert configure(llm={"request_timeout": "30"}).llm.request_timeout == 30.0
+
+
+def test_import_loads_no_settings_library_until_the_settings_are_read() -> None:
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json; import robotlab.config as c; before = [m for m in ('pydantic_settings', 'yaml') "
+        "if m in sys.modules]; c.get_config(); after = [m for m in ('pydantic_settings', 'yaml') if m in sys.modules];"
+        "print(json.dumps([before, after, c.Config.__name__]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert json.loads(out) == [[], ["pydantic_settings", "yaml"], "Config"]
+
+
+def test_yaml_files_are_read_by_pydantic_settings_own_source() -> None:
+    from pydantic_settings import YamlConfigSettingsSource
+
+    from robotlab._settings import _YamlFile
+
+    assert issubclass(_YamlFile, YamlConfigSettingsSource)

@@ -415,3 +415,20 @@ def test_user_message_equality() -> None:
     twin.created_at = message.created_at
     assert message == twin
     assert message != UserMessage("Hi", id="m2")
+
+
+def test_user_message_from_dict_reads_what_coerce_reads() -> None:
+    message = UserMessage.from_dict({"content": "Hi", "session_id": "s", "metadata": {"k": 1}, "id": "m1"})
+    assert (message.content, message.session_id, message.metadata, message.id) == ("Hi", "s", {"k": 1}, "m1")
+    assert uuid.UUID(UserMessage.from_dict({"content": "x"}).id).version == 4
+    assert UserMessage("x", id="").id == ""  # an explicit id is kept as given
+
+
+def test_every_message_is_a_dataclass_with_one_serializer() -> None:
+    import dataclasses
+
+    from robotlab._record import Record
+
+    for cls in (Message, TextMessage, ToolCallMessage, ToolResultMessage, ToolMessage, UserMessage):
+        assert dataclasses.is_dataclass(cls) and issubclass(cls, Record)
+        assert "to_json" not in vars(cls) and "to_dict" not in vars(cls)

@@ -319,3 +319,51 @@ def test_from_dict_dispatches_tool_call_entries() -> None:
     data: dict[str, Any] = {"robot_name": "r", "tool_calls": [tool_result().to_dict()]}
     restored = RobotResult.from_dict(data)
     assert isinstance(restored.tool_calls[0], Message) and restored.tool_calls[0] == tool_result()
+
+
+# --- pinned on main before the data-model change (stored rows must still verify) ---------------
+
+PINNED_CHECKSUM = "d4a095f6942493a655f5e0c89ec3902fac20b3680f2c5924423a8dd0f1af23bc"
+PINNED_JSON = (
+    '{"robot_name":"helper","output":[{"type":"text","role":"user","content":"Wie ist das Wetter?"},'
+    '{"type":"tool_call","role":"assistant","tools":[{"type":"tool","id":"c1","name":"get_weather",'
+    '"input":{"city":"Paris","days":[1,2]}}],"stop_reason":"tool"},{"type":"text","role":"assistant",'
+    '"content":"Grüße: 22°C ☀","stop_reason":"stop"}],"tool_calls":[{"type":"tool_result",'
+    '"role":"tool_result","tool":{"type":"tool","id":"c1","name":"get_weather","input":{"city":"Paris",'
+    '"days":[1,2]}},"content":{"data":{"temp":22.5,"ok":true,"none":null}},"stop_reason":"tool"},'
+    '{"type":"tool_result","role":"tool_result","tool":{"type":"tool","id":"c2","name":"fail","input":{}},'
+    '"content":{"error":"boom"},"stop_reason":"tool"}],"created_at":"2025-03-04T05:06:07+00:00","id":"r1",'
+    f'"checksum":"{PINNED_CHECKSUM}"}}'
+)
+
+
+def pinned() -> RobotResult:
+    weather = {"city": "Paris", "days": [1, 2]}
+    return make(
+        output=[
+            TextMessage(role="user", content="Wie ist das Wetter?"),
+            ToolCallMessage(role="assistant", tools=[ToolMessage(id="c1", name="get_weather", input=weather)]),
+            answer("Grüße: 22°C ☀"),
+        ],
+        tool_calls=[
+            ToolResultMessage(
+                tool=ToolMessage(id="c1", name="get_weather", input=weather),
+                content={"data": {"temp": 22.5, "ok": True, "none": None}},
+            ),
+            {"type": "tool_result", "tool": {"id": "c2", "name": "fail"}, "content": {"error": "boom"}},
+        ],
+    )
+
+
+def test_checksum_pinned_on_main() -> None:
+    """The value computed by the implementation stored rows were written with (main, before the rewrite)."""
+    assert pinned().checksum == PINNED_CHECKSUM
+
+
+def test_to_json_pinned_on_main() -> None:
+    assert pinned().to_json() == PINNED_JSON
+
+
+def test_pinned_result_survives_a_round_trip() -> None:
+    restored = RobotResult.from_dict(json.loads(PINNED_JSON))
+    assert restored.checksum == PINNED_CHECKSUM and restored.to_json() == PINNED_JSON

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from robotlab import _runtime
+from tests.robotlab.forking import run_in_fork
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +21,7 @@ async def _answer() -> int:
 
 def test_run_sync_runs_on_the_shared_loop_and_shutdown_stops_it() -> None:
     assert _runtime.run_sync(_answer()) == 42
-    loop, thread = _runtime.get_loop(), _runtime._thread
+    loop, thread = _runtime.get_loop(), _runtime.shared().thread
     assert thread is not None and thread.is_alive()
 
     _runtime.shutdown()
@@ -64,3 +65,40 @@ def test_a_script_using_litellm_exits_with_its_clients_closed() -> None:
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["hi there", "cached clients: True", "after shutdown: 0"]
+
+
+def test_run_sync_works_in_a_forked_child_of_a_process_that_used_the_loop() -> None:
+    """The child inherits the loop but not its thread; without the at-fork reset its run_sync hangs
+    (here: TimeoutError after 10 s)."""
+    assert _runtime.run_sync(_answer()) == 42
+    parent_loop = _runtime.get_loop()
+
+    def child() -> str:
+        value = _runtime.run_sync(_answer(), timeout=10)
+        thread = _runtime.shared().thread
+        assert thread is not None
+        return f"{value} new-loop={_runtime.get_loop() is not parent_loop} thread-alive={thread.is_alive()}"
+
+    assert run_in_fork(child, timeout=20) == "42 new-loop=True thread-alive=True"
+    assert _runtime.get_loop() is parent_loop  # the parent's loop is untouched
+    assert _runtime.run_sync(_answer()) == 42
+
+
+def test_a_loop_thread_is_stopped_in_a_forked_child_and_starts_again() -> None:
+    loop_thread = _runtime.LoopThread("test-loop")
+    loop = loop_thread.start()
+    try:
+
+        def child() -> str:
+            stopped = not loop_thread.is_running and loop_thread.loop is None
+            again = loop_thread.start()
+            value = _runtime.block_on(again, _answer(), timeout=10)
+            loop_thread.stop()
+            return f"stopped={stopped} {value} new={again is not loop}"
+
+        assert run_in_fork(child, timeout=20) == "stopped=True 42 new=True"
+        assert loop_thread.loop is loop and loop_thread.is_running
+        assert _runtime.block_on(loop, _answer(), timeout=10) == 42
+    finally:
+        loop_thread.stop()
+    assert loop.is_closed() and not loop_thread.is_running

@@ -69,3 +69,35 @@ async def test_run_publisher_adds_events_to_the_current_run_from_any_thread() ->
     assert run_publisher() is None
     here = threading.get_ident()
     assert seen == [("hitl.requested", here), ("hitl.resolved", here)]  # both on the run's own thread
+
+
+def test_event_kinds_come_from_one_literal() -> None:
+    from typing import get_args
+
+    from robotlab.streaming import DELTA_EVENTS, LIFECYCLE_EVENTS, EventKind
+
+    assert get_args(EventKind) == ALL_EVENTS
+    assert set(LIFECYCLE_EVENTS) | set(DELTA_EVENTS) < set(ALL_EVENTS)
+    assert ALL_EVENTS[-1] == "stream.ended" and "text.delta" in DELTA_EVENTS
+
+
+def test_event_round_trips_through_its_dict_and_json() -> None:
+    import json
+
+    event = Event(kind="tool_call.completed", run_id="r1", seq=3, ts=12.5, data={"name": "lookup", "result": [1]})
+    assert event.to_dict() == {"kind": "tool_call.completed", "run_id": "r1", "seq": 3, "ts": 12.5, "name": "lookup",
+                               "result": [1]}
+    assert event.to_json() == (
+        '{"kind":"tool_call.completed","run_id":"r1","seq":3,"ts":12.5,"name":"lookup","result":[1]}'
+    )
+    assert Event.from_dict(event.to_dict()) == event
+    assert Event.from_dict(json.loads(event.to_json())) == event
+    assert Event.from_dict({"kind": "stream.ended", "run_id": "r", "seq": 1, "ts": 0.0}).data == {}
+
+
+def test_chunk_serializes_like_every_record() -> None:
+    from robotlab.streaming import Chunk
+
+    chunk = Chunk(content="Hel", thinking="hmm")
+    assert (str(chunk), chunk.to_dict(), Chunk.from_dict(chunk.to_dict())) == (
+        "Hel", {"content": "Hel", "thinking": "hmm"}, chunk)

@@ -7,6 +7,7 @@ server on 127.0.0.1:5432 (user ``$PGUSER``, else ``postgres``; trust auth), or t
 
 from __future__ import annotations
 
+import json
 import os
 
 import dj_database_url
@@ -68,7 +69,11 @@ TEMPLATES = [
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STATIC_URL = "/static/"
 ROBOTLAB = {
-    "EXECUTOR": "sync",
+    # the distributed-network worker tests run the celery executor (ROBOTLAB_TEST_EXECUTOR=celery)
+    "EXECUTOR": os.environ.get("ROBOTLAB_TEST_EXECUTOR", "sync"),
+    # and register their fan-out network (tests/robotlab_django/fanout.py) by dotted path
+    "NETWORKS": json.loads(os.environ.get("ROBOTLAB_TEST_NETWORKS", "{}")),
+    "NETWORK_MEMORY_URL": os.environ.get("ROBOTLAB_TEST_MEMORY_URL") or None,
     "LLM": os.environ.get("ROBOTLAB_TEST_LLM", "robotlab.demo.DemoLLM"),  # benchmarks/streaming.py paces it
     # the hung-Redis fault test gives up on a send sooner than the 5 s default
     "STREAM_PUBLISH_TIMEOUT": float(os.environ.get("ROBOTLAB_TEST_PUBLISH_TIMEOUT", "5")),

@@ -135,8 +135,12 @@
     }
     if (entry.done) { return; }  // a finished run (history, or already completed by polling)
     if (typeof event.seq === "number") {
-      if (event.seq <= entry.seq) { return; }
-      entry.seq = event.seq;
+      // one order per task: a network's tasks may run on several workers, each numbering its own events
+      var lane = event.task ? "task:" + event.task : "run";
+      entry.lanes = entry.lanes || {};
+      if (event.seq <= (entry.lanes[lane] || 0)) { return; }
+      entry.lanes[lane] = event.seq;
+      entry.seq = Math.max(entry.seq, event.seq);
     }
     current = event.run_id;
     keepScrolled(function () {

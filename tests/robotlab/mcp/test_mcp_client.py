@@ -247,7 +247,7 @@ def test_connection_poller(stdio_config: dict[str, Any], fixture_server: Any) ->
     assert not poller.is_running
     assert poller.start() is poller and poller.start() is poller
     assert poller.is_running
-    assert poller._thread is not None and poller._thread.name == "RobotLab::MCP::ConnectionPoller"
+    assert poller.thread is not None and poller.thread.name == "RobotLab::MCP::ConnectionPoller"
     client = MCPClient(stdio_config, poller=poller).connect()
     other = MCPClient(fixture_server, poller=poller).connect()
     try:

@@ -1,0 +1,493 @@
+"""The :class:`Network` class: robots as the tasks of a DAG, with shared memory, routing and hooks.
+
+See :mod:`robotlab.network` for the overview; the scheduling rules live in :mod:`robotlab.network.turn`,
+the running in :mod:`robotlab.network.runner`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from .. import streaming
+from .._runtime import run_sync
+from ..bus import BusPoller
+from ..errors import ConfigurationError
+from ..hooks import Hook, HookRegistry, Registration, normalize_hooks
+from ..memory import Memory
+from ..run_config import RunConfig
+from ..runnable import Runnable
+from ..streaming import Event, EventEmitter
+from ..task import FlowResult, Task, run_hooked
+from . import graph
+from .broadcast import Broadcaster
+from .runner import LocalTurn, reply_of, run_nested, run_task
+from .turn import RUNNING, Router, TurnState
+
+__all__ = ["CONCURRENCY_OPTIONS", "Network", "create_network"]
+
+#: The accepted ``concurrency`` names (every one runs tasks as asyncio tasks); a positive int is a limit.
+CONCURRENCY_OPTIONS = ("auto", "threads", "async")
+
+
+def _path_to(start: Any, target: Network, seen: set[int]) -> list[str] | None:
+    """The names of the networks from ``start`` down to ``target`` through nested tasks, or ``None``."""
+    if start is target:
+        return [target.name]
+    if not isinstance(start, Network) or id(start) in seen:
+        return None
+    seen.add(id(start))
+    for task in start.tasks.values():
+        path = _path_to(task.robot, target, seen)
+        if path is not None:
+            return [start.name, *path]
+    return None
+
+
+class Network(Runnable):
+    """Robots run as the tasks of a dependency graph (Ruby ``RobotLab::Network``).
+
+    Build one with :func:`create_network`. ``robots`` is keyed by TASK name, while a run's
+    ``result.context`` is keyed by ROBOT name; give each task its own robot (a robot keeps one conversation).
+
+    Args:
+        name: The network's name (also its memory's ``network_name``).
+        concurrency: ``"auto"`` (also ``"async"`` or ``"threads"``: tasks are asyncio tasks either way) or a
+            positive int, the most tasks running at once.
+        memory: The shared :class:`~robotlab.memory.Memory` (a new one by default; a dict seeds a new one).
+        config: A :class:`~robotlab.run_config.RunConfig` (or dict): the tools/MCP parent of the robots and
+            ``max_concurrent_robots``.
+        router: ``router(flow_result) -> task name | list | None``, asked whenever the network has nothing
+            left to run; it activates optional tasks (see the guide).
+
+    A network is also a step: :meth:`call` runs it as one task of another network.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        concurrency: str | int = "auto",
+        memory: Memory | Mapping[str, Any] | None = None,
+        config: RunConfig | Mapping[str, Any] | None = None,
+        router: Router | None = None,
+    ) -> None:
+        if not (concurrency in CONCURRENCY_OPTIONS or (type(concurrency) is int and concurrency > 0)):
+            raise ValueError(f"Invalid concurrency option: {concurrency!r}. Valid options: "
+                             f"{', '.join(map(repr, CONCURRENCY_OPTIONS))} or a positive int")
+        self.name = str(name)
+        self.concurrency = concurrency
+        if isinstance(memory, Memory):
+            self.memory = memory
+        else:
+            self.memory = Memory(network_name=self.name)
+            self.memory.merge(memory or {})
+        self.config = config if isinstance(config, RunConfig) else RunConfig(**dict(config or {}))
+        self.router = router
+        self.robots: dict[str, Any] = {}
+        self.tasks: dict[str, Task] = {}
+        self.bus_poller = BusPoller()
+        self._depends_on: dict[str, list[str] | None] = {}
+        self._groups: dict[str, list[str]] = {}
+        self._broadcaster = Broadcaster(self.name)
+        self.hooks = HookRegistry()
+        """The network's hook registry (see :meth:`on`)."""
+
+    # -- building ------------------------------------------------------------------------
+    def task(
+        self,
+        name: str,
+        robot: Any,
+        *,
+        context: Mapping[str, Any] | None = None,
+        mcp: Any = "none",
+        tools: Any = "none",
+        memory: Memory | Mapping[str, Any] | None = None,
+        config: RunConfig | Mapping[str, Any] | None = None,
+        depends_on: str | Iterable[str] | None = "none",
+        poller_group: str = "default",
+    ) -> Network:
+        """Add ``robot`` as the task ``name``; returns the network (so calls chain).
+
+        Args:
+            depends_on: ``"none"`` (a root), a task or :meth:`parallel` group name, a list of them, or
+                ``"optional"`` (runs only when activated by routing).
+            context, mcp, tools, memory, config: The task's settings (see :class:`~robotlab.task.Task`).
+            poller_group: The bus poller group label of the robot.
+
+        ``robot`` may be another :class:`Network`, which then runs as this one task (see :meth:`call`).
+
+        Raises:
+            ConfigurationError: the name is taken, the robot has no ``call`` step, or it is a network that
+                contains this one (``"Network 'a' cannot contain itself: a -> b -> a"``).
+        """
+        name = str(name)
+        if name in self.tasks or name in self._groups:
+            raise ConfigurationError(f"Network '{self.name}' already has a task or group named '{name}'")
+        if not callable(getattr(robot, "call", None)):
+            raise ConfigurationError(f"Task '{name}': {robot!r} is not a robot (it has no call() step)")
+        self._check_nesting(robot)
+        deps = graph.parse_depends_on(name, depends_on)
+        self.tasks[name] = Task(name=name, robot=robot, context=context, mcp=mcp, tools=tools, memory=memory,
+                                config=config, network=self)
+        self._depends_on[name] = deps
+        self.robots[name] = robot
+        self.bus_poller.add_group(poller_group)
+        if callable(getattr(robot, "assign_bus_poller", None)):
+            robot.assign_bus_poller(self.bus_poller, group=poller_group)
+        return self
+
+    def parallel(self, name: str | None = None, robots: Mapping[str, Any] | Sequence[Any] = (), *,
+                 depends_on: str | Iterable[str] | None = "none") -> Network:
+        """Add several tasks with the same dependencies; ``name`` lets later tasks depend on all of them.
+
+        ``robots`` maps task names to robots, or is a list of robots named after their tasks.
+        """
+        items = list(robots.items()) if isinstance(robots, Mapping) else [(r.name, r) for r in robots]
+        if name is not None and (str(name) in self.tasks or str(name) in self._groups):
+            raise ConfigurationError(f"Network '{self.name}' already has a task or group named '{name}'")
+        for task_name, robot in items:
+            self.task(task_name, robot, depends_on=depends_on)
+        if name is not None:
+            self._groups[str(name)] = [str(task_name) for task_name, _ in items]
+        return self
+
+    def dependencies(self) -> dict[str, list[str] | None]:
+        """Each task's dependencies (group names expanded); ``None`` marks an optional task.
+
+        Raises:
+            ConfigurationError: a dependency names no task, or the dependencies form a cycle.
+        """
+        return graph.expand(self.name, self._depends_on, self._groups)
+
+    def _check_nesting(self, runnable: Any) -> None:
+        path = _path_to(runnable, self, set())
+        if path is not None:
+            raise ConfigurationError(f"Network '{self.name}' cannot contain itself: "
+                                     f"{' -> '.join([self.name, *path])}")
+
+    def validate(self) -> Network:
+        """Check the graph now (unknown dependencies, cycles, a network nested in itself); :meth:`arun`
+        checks it too."""
+        self.dependencies()
+        for task in self.tasks.values():
+            self._check_nesting(task.robot)
+        return self
+
+    def __enter__(self) -> Network:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.validate()
+
+    # -- running -------------------------------------------------------------------------
+    @property
+    def concurrency_limit(self) -> int | None:
+        """The most tasks running at once: the smaller of ``max_concurrent_robots`` and an int ``concurrency``."""
+        limits = [v for v in (self.config.max_concurrent_robots, self.concurrency) if type(v) is int and v > 0]
+        return min(limits) if limits else None
+
+    async def arun(
+        self,
+        message: Any = None,
+        *,
+        on_event: Callable[[Event], Any] | None = None,
+        on_content: Callable[[Any], Any] | None = None,
+        hooks: Any = None,
+        run_id: str | None = None,
+        **run_context: Any,
+    ) -> FlowResult:
+        """Run the network and return the final :class:`~robotlab.task.FlowResult`.
+
+        ``message`` and the keyword arguments are the run parameters every task sees
+        (``result.context["run_params"]``); the value is the RobotResult of the last task to finish
+        (of the last-declared one when several end the graph).
+
+        Args:
+            on_event: Receives every :class:`~robotlab.streaming.Event` of the run, with one ``run_id`` and
+                one ``seq``: ``run.started`` (``network``, ``message``); per task ``step.started``, the
+                robot's own events tagged with ``network``, ``task`` and ``robot`` (its ``stream.ended``
+                left out), then ``step.completed`` (``reply``) or ``step.failed`` (``error``,
+                ``error_type``); finally ``run.completed`` (``network``, ``reply``, ``tasks``) or
+                ``run.failed``, and ``stream.ended``.
+            on_content: Given to every robot's run: receives each :class:`~robotlab.streaming.Chunk` of
+                text (parallel tasks interleave; ``on_event``'s ``text.delta`` events say whose).
+            hooks: :class:`~robotlab.Hook` subclasses (one or a list) for this run only: they see its
+                ``network_run`` and ``task`` families (after the global and network registries) and are
+                passed to every robot's run.
+            run_id: The id carried by the events (random by default).
+
+        Raises:
+            ConfigurationError: the graph is invalid, has nothing to start, or routing named an unknown task.
+            TypeError: ``hooks`` holds something that is not a Hook subclass.
+        """
+        state = self.turn_state()
+        handlers = normalize_hooks(hooks)
+        params = self.run_params(message, on_content=on_content, hooks=handlers, **run_context)
+        emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None
+        turn = LocalTurn(self, state, params, emitter)
+
+        def execute() -> Any:
+            return run_hooked("network_run", turn.execute, network=self, per_run_hooks=handlers, context=params,
+                              memory=self.memory, config=self.config)
+
+        if emitter is None:
+            return await execute()
+        emitter.emit(streaming.RUN_STARTED, network=self.name, message=None if message is None else str(message))
+        try:
+            result = await execute()
+        except BaseException as exc:
+            emitter.emit(streaming.RUN_FAILED, network=self.name, error=str(exc), error_type=type(exc).__name__)
+            emitter.emit(streaming.STREAM_ENDED)
+            raise
+        emitter.emit(streaming.RUN_COMPLETED, network=self.name, reply=reply_of(result.value),
+                     tasks=list(state.results))
+        emitter.emit(streaming.STREAM_ENDED)
+        return result
+
+    def turn_state(self) -> TurnState:
+        """A fresh :class:`~robotlab.network.turn.TurnState` for one turn of this network, the graph checked.
+
+        Raises:
+            ConfigurationError: the graph is invalid (see :meth:`validate`), has no tasks, or has nothing to
+                start (every task optional and no router).
+        """
+        deps = self.dependencies()
+        if not deps:
+            raise ConfigurationError(f"Network '{self.name}' has no tasks")
+        if self.router is None and all(d is None for d in deps.values()):
+            raise ConfigurationError(f"Network '{self.name}' has no task to start: every task is optional "
+                                     "and there is no router")
+        for task in self.tasks.values():
+            self._check_nesting(task.robot)
+        return TurnState(self.name, deps)
+
+    def run_params(self, message: Any = None, *, on_content: Callable[[Any], Any] | None = None,
+                   hooks: Any = None, **run_context: Any) -> dict[str, Any]:
+        """The run parameters every task of a turn sees (``result.context["run_params"]``).
+
+        ``message`` and ``run_context``, plus the network's memory (``network_memory``), the network, its
+        config (merged over an outer network's ``network_config``), ``hooks`` and ``on_content``.
+
+        Raises:
+            TypeError: ``hooks`` holds something that is not a Hook subclass.
+        """
+        handlers = normalize_hooks(hooks)
+        params = dict(run_context)
+        if message is not None:
+            params["message"] = message
+        inherited = params.get("network_config")  # from the network this one is nested in
+        params.update(network_memory=self.memory, network=self)
+        config = inherited.merge(self.config) if isinstance(inherited, RunConfig) else self.config
+        if not config.is_empty:
+            params["network_config"] = config
+        if handlers:
+            params["hooks"] = handlers
+        if on_content is not None:
+            params["on_content"] = on_content
+        return params
+
+    async def arun_task(
+        self,
+        name: str,
+        state: TurnState,
+        message: Any = None,
+        *,
+        on_event: Callable[[Event], Any] | None = None,
+        on_content: Callable[[Any], Any] | None = None,
+        hooks: Any = None,
+        run_id: str | None = None,
+        **run_context: Any,
+    ) -> FlowResult:
+        """Run ONE started task of a turn and return its result; ``state`` is not changed.
+
+        This is the unit of work of a turn whose tasks run as separate jobs (on other processes or
+        machines): a worker rebuilds the network, loads the stored ``state``, runs the task, and records
+        the result with ``state.complete(name, result)`` (or ``state.fail(name, error)`` when this raises).
+        The task receives exactly what it would in :meth:`arun` (``state.input(name, run_params)``).
+        The ``network_run`` hooks do not fire here (they wrap a whole turn); the ``task`` hooks do.
+
+        Args:
+            name: A task that ``state`` has started (``state.advance`` returned it).
+            state: The turn's state.
+            message, on_content, hooks, run_context: The turn's run parameters, as given to :meth:`arun`.
+            on_event: Receives the task's events: ``step.started``, its robot's events tagged with
+                ``network``, ``task`` and ``robot``, then ``step.completed`` or ``step.failed``, with their
+                own ``seq`` from 1.
+            run_id: The id carried by the events (random by default).
+
+        Raises:
+            ValueError: ``name`` is not running in ``state``.
+            BaseException: what the task raised.
+        """
+        if state.status.get(name) != RUNNING or name not in self.tasks:
+            raise ValueError(f"Task '{name}' of network '{self.name}' is not running in this turn "
+                             f"(its status is {state.status.get(name, 'unknown')})")
+        params = self.run_params(message, on_content=on_content, hooks=hooks, **run_context)
+        emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None
+        return await run_task(self, self.tasks[name], state.input(name, params), emitter)
+
+    def run(self, message: Any = None, **run_context: Any) -> FlowResult:
+        """Synchronous :meth:`arun` (on RobotLab's background event loop)."""
+        return run_sync(self.arun(message, **run_context))
+
+    async def call(self, result: FlowResult) -> FlowResult:
+        """The network as one step of another network (``outer.task("research", inner_network)``).
+
+        Like :meth:`Robot.call <robotlab.robot.Robot.call>`: the message is the result's value (the upstream
+        reply) or the run's message, and the other run parameters (``on_event``, ``hooks``, the outer
+        task's ``tools``/``mcp``/``memory``/``config`` included) become this network's run parameters. It
+        runs with its own memory, with its ``config`` merged over the outer one. Returns
+        ``result.with_context(self.name, inner_result).continue_(inner_result.value)`` with the inner
+        run's errors added: keyed by the NETWORK's name, the inner FlowResult, whose value (its final
+        RobotResult) the next task receives. An exception becomes the error result
+        ``"Error: <ClassName>: <message>"`` (also in ``errors[name]``), as for a robot; the outer network
+        goes on. An inner halt stops the inner network only.
+        """
+        return await run_nested(self, result)
+
+    # -- memory and broadcasts -----------------------------------------------------------
+    def reset_memory(self) -> Network:
+        """Clear the shared memory."""
+        self.memory.reset()
+        return self
+
+    def on_broadcast(self, handler: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+        """Call ``handler(envelope)`` on every :meth:`broadcast` (usable as a decorator).
+
+        Raises:
+            ValueError: ``handler`` is not callable (``"Block required for on_broadcast"``).
+        """
+        return self._broadcaster.add(handler)
+
+    def broadcast(self, payload: Any) -> Network:
+        """Send ``{"payload", "network", "timestamp"}`` to every handler, then set it in memory.
+
+        A sync handler runs at once; a coroutine handler runs as a task on the running loop (or to its end
+        on RobotLab's loop when there is none). A handler that raises is logged. The envelope is stored
+        under :data:`~robotlab.network.BROADCAST_KEY`, so ``memory.subscribe("_network_broadcast", ...)``
+        sees it too.
+        """
+        self._broadcaster.send(payload, self.memory)
+        return self
+
+    # -- hooks ---------------------------------------------------------------------------
+    def on(self, handler: type[Hook], *, context: Mapping[str, Any] | None = None) -> Registration:
+        """Register a :class:`~robotlab.hooks.Hook` subclass for this network's ``network_run`` and ``task``
+        families and for the runs, tool calls and model calls of its robots."""
+        return self.hooks.on(handler, context=context)
+
+    # -- robots --------------------------------------------------------------------------
+    @property
+    def crew(self) -> list[Any]:
+        """The robots, in task order (robots added with :meth:`add_robot` last); a nested network
+        contributes its own crew in its place."""
+        crew: list[Any] = []
+        for runnable in self.robots.values():
+            crew.extend(runnable.crew if isinstance(runnable, Network) else [runnable])
+        return crew
+
+    @property
+    def is_network(self) -> bool:
+        """``True``."""
+        return True
+
+    def robot(self, name: str) -> Any:
+        """The robot of task ``name`` (or added under that name), or ``None``; also ``network[name]``."""
+        return self.robots.get(str(name))
+
+    def __getitem__(self, name: str) -> Any:
+        return self.robot(name)
+
+    @property
+    def available_robots(self) -> list[Any]:
+        """Every robot of the network."""
+        return list(self.robots.values())
+
+    def add_robot(self, robot: Any) -> Network:
+        """Add a robot to the crew under its own name, without a task.
+
+        Raises:
+            ValueError: the name is taken (``"Robot '<name>' already exists in network '<network>'"``).
+        """
+        if robot.name in self.robots:
+            raise ValueError(f"Robot '{robot.name}' already exists in network '{self.name}'")
+        self.robots[robot.name] = robot
+        return self
+
+    def remove_robot(self, name: str) -> Any:
+        """Remove and return the robot under ``name`` (or ``None``); its task, if any, stays."""
+        return self.robots.pop(str(name), None)
+
+    # -- introspection -------------------------------------------------------------------
+    @property
+    def optional_tasks(self) -> list[str]:
+        """The tasks that run only when activated."""
+        return [n for n, d in self._depends_on.items() if d is None]
+
+    def phases(self) -> list[list[str]]:
+        """The required tasks grouped by depth: each phase can start once the previous ones are done."""
+        return graph.phases(self.dependencies())
+
+    @property
+    def execution_plan(self) -> str:
+        """The phases as text, then the optional tasks."""
+        return graph.plan_text(self.name, self.dependencies())
+
+    def _labels(self) -> dict[str, str]:
+        labels = {}
+        for task, spec in self.tasks.items():
+            robot_name = getattr(spec.robot, "name", None)
+            labels[task] = task if robot_name in (None, task) else f"{task} ({robot_name})"
+        return labels
+
+    def to_mermaid(self) -> str:
+        """A Mermaid flowchart of the graph; optional tasks are drawn dashed."""
+        return graph.to_mermaid(self.dependencies(), self._labels())
+
+    def to_dot(self) -> str:
+        """The graph in Graphviz DOT; optional tasks are dashed."""
+        return graph.to_dot(self.name, self.dependencies(), self._labels())
+
+    def visualize(self) -> None:
+        """Print :meth:`to_mermaid`."""
+        print(self.to_mermaid())
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{name, robots: [keys], tasks: [names], optional_tasks, config}`` (unset values omitted)."""
+        data = {
+            "name": self.name,
+            "robots": list(self.robots),
+            "tasks": list(self.tasks),
+            "optional_tasks": self.optional_tasks,
+            "config": self.config.to_json_dict() or None,
+        }
+        return {k: v for k, v in data.items() if v is not None}
+
+    def __repr__(self) -> str:
+        return f"<Network {self.name!r} tasks={list(self.tasks)}>"
+
+
+def create_network(
+    builder: Callable[[Network], Any] | None = None,
+    /,
+    *,
+    name: str,
+    concurrency: str | int = "auto",
+    memory: Memory | Mapping[str, Any] | None = None,
+    config: RunConfig | Mapping[str, Any] | None = None,
+    router: Router | None = None,
+) -> Network:
+    """Create a :class:`Network`; ``builder(network)``, when given, adds its tasks and the graph is checked.
+
+    Also a context manager: ``with create_network(name="x") as network: network.task(...)`` checks the
+    graph on exit.
+    """
+    network = Network(name=name, concurrency=concurrency, memory=memory, config=config, router=router)
+    if builder is not None:
+        builder(network)
+        network.validate()
+    return network
