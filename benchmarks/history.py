@@ -84,7 +84,7 @@ def _configure(vendor: str, name: str) -> None:
                                                        "django.contrib.auth.context_processors.auth",
                                                        "django.contrib.messages.context_processors.messages"]}}],
         PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
-        ROBOTLAB={"EXECUTOR": "sync", "LLM": "robotlab.demo.DemoLLM", "AUTODISCOVER": False},
+        ROBOTLAB={"EXECUTOR": "sync", "LLM": "robotlab.testing.DemoLLM", "AUTODISCOVER": False},
     )
     django.setup()
     from django.contrib import admin

@@ -39,8 +39,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import robotlab  # noqa: E402
 from robotlab.llm import LLM, LLMClient, load_litellm  # noqa: E402
+from robotlab.llm.direct import OpenAICompatibleLLM  # noqa: E402
 from robotlab.network import Network, create_network  # noqa: E402
-from robotlab.openai_compat import OpenAICompatibleLLM  # noqa: E402
 from robotlab.testing.server import FakeLLMServer, FakeLLMServerProcess, call, fault, reply  # noqa: E402
 
 MODEL = "openai/gpt-4o-mini"

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from example_tools import calculate, current_time  # noqa: E402
 
 import robotlab  # noqa: E402
-from robotlab.demo import DemoLLM  # noqa: E402
+from robotlab.testing import DemoLLM  # noqa: E402
 
 
 def make_robot() -> robotlab.Robot:

@@ -15,8 +15,8 @@ from typing import Any
 from _offline import llm
 
 import robotlab
-from robotlab.convergence import Convergence
 from robotlab.network import create_network
+from robotlab.text.convergence import Convergence
 
 BASE = "The outage was caused by an expired TLS certificate on the payment gateway."
 PAIRS = {

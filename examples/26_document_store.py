@@ -14,7 +14,7 @@ from __future__ import annotations
 from _offline import llm
 
 import robotlab
-from robotlab.document_store import DocumentStore
+from robotlab.text.document_store import DocumentStore
 
 DOCS = {
     "refunds": "Refunds are paid back to the original card within 5 working days of receiving the return.",

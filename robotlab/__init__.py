@@ -11,18 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# The public names and the module each one loads from are the one table ``_EXPORTS`` below; ``__all__`` is
+# made from it. The imports in this block say the same for type checkers and IDEs, which cannot read the
+# table, and tests/robotlab/test_public_api.py fails when the two differ (it prints the block to paste).
 if TYPE_CHECKING:
     from ._loop import ToolCall
     from .agent_skill import AgentSkill, AgentSkillCatalog
-    from .ask import AskChannel, QueueChannel, TerminalChannel
     from .budget import Ledger
     from .bus import BusPoller, Delivery, MessageBus, RobotMessage
     from .config import configure, get_config, reload_config
-    from .convergence import Convergence
     from .delegation import DelegationFuture
-    from .document_store import DocumentStore
     from .doom_loop import DoomLoopDetector
-    from .embeddings import Embedder, LexicalEmbedder, LiteLLMEmbedder, SentenceTransformerEmbedder
     from .errors import (
         AwaitTimeout,
         BudgetExceeded,
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
         ToolLoopError,
         ToolNotFoundError,
     )
-    from .history import HistoryCompressor, HistoryResult, search_history
     from .hooks import (
         CompactionHookContext,
         Hook,
@@ -55,70 +53,77 @@ if TYPE_CHECKING:
         on,
         with_hook_scope,
     )
+    from .llm.direct import OpenAICompatibleLLM
     from .memory import Memory, MemoryChange, StateProxy, Waiter, create_memory
     from .messages import Message, TextMessage, ToolCallMessage, ToolMessage, ToolResultMessage, UserMessage
     from .narrator import Narrator
     from .network import Network, create_network
-    from .openai_compat import OpenAICompatibleLLM
     from .result import RobotResult
     from .robot import DEFAULT_MAX_TOOLS, Robot, build
     from .run_config import RunConfig
     from .runnable import Runnable
-    from .script_tool import Capabilities, ScriptTool
     from .streaming import Chunk, Event
     from .task import FlowResult, Task
-    from .tool_config import INHERIT, NONE
-    from .tool_manifest import ToolDescriptor, ToolManifest, ToolRegistry, tool_registry
-    from .tools import AskUser, FunctionTool, Tool, tool
+    from .text.compression import HistoryCompressor
+    from .text.convergence import Convergence
+    from .text.document_store import DocumentStore
+    from .text.embeddings import Embedder, LexicalEmbedder, LiteLLMEmbedder, SentenceTransformerEmbedder
+    from .text.history_search import HistoryResult, search_history
+    from .tools.ask import AskChannel, AskUser, QueueChannel, TerminalChannel
+    from .tools.base import Tool
+    from .tools.function import FunctionTool, tool
+    from .tools.manifest import ToolDescriptor, ToolManifest, ToolRegistry, tool_registry
+    from .tools.resolution import INHERIT, NONE
+    from .tools.script import Capabilities, ScriptTool
 
 _EXPORTS: dict[str, str] = {
     "AgentSkill": "agent_skill",
     "AgentSkillCatalog": "agent_skill",
-    "AskChannel": "ask",
-    "AskUser": "tools",
+    "AskChannel": "tools.ask",
+    "AskUser": "tools.ask",
     "AwaitTimeout": "errors",
     "BudgetExceeded": "errors",
     "BusError": "errors",
     "BusPoller": "bus",
-    "Capabilities": "script_tool",
+    "Capabilities": "tools.script",
     "Chunk": "streaming",
     "CompactionHookContext": "hooks",
     "ConfigurationError": "errors",
-    "Convergence": "convergence",
+    "Convergence": "text.convergence",
     "DEFAULT_MAX_TOOLS": "robot",
     "DelegationFuture": "delegation",
     "DelegationTimeout": "errors",
     "Delivery": "bus",
     "DependencyError": "errors",
-    "DocumentStore": "document_store",
+    "DocumentStore": "text.document_store",
     "DoomLoopDetector": "doom_loop",
-    "Embedder": "embeddings",
+    "Embedder": "text.embeddings",
     "Event": "streaming",
     "FlowResult": "task",
-    "FunctionTool": "tools",
-    "HistoryCompressor": "history",
-    "HistoryResult": "history",
+    "FunctionTool": "tools.function",
+    "HistoryCompressor": "text.compression",
+    "HistoryResult": "text.history_search",
     "Hook": "hooks",
     "HookContext": "hooks",
     "HookRegistry": "hooks",
-    "INHERIT": "tool_config",
+    "INHERIT": "tools.resolution",
     "InferenceError": "errors",
     "LearnHookContext": "hooks",
     "Ledger": "budget",
-    "LexicalEmbedder": "embeddings",
-    "LiteLLMEmbedder": "embeddings",
+    "LexicalEmbedder": "text.embeddings",
+    "LiteLLMEmbedder": "text.embeddings",
     "LlmGenerationHookContext": "hooks",
     "MCPError": "errors",
     "Memory": "memory",
     "MemoryChange": "memory",
     "Message": "messages",
     "MessageBus": "bus",
-    "NONE": "tool_config",
+    "NONE": "tools.resolution",
     "Narrator": "narrator",
     "Network": "network",
     "NetworkRunHookContext": "hooks",
-    "OpenAICompatibleLLM": "openai_compat",
-    "QueueChannel": "ask",
+    "OpenAICompatibleLLM": "llm.direct",
+    "QueueChannel": "tools.ask",
     "Robot": "robot",
     "RobotLabError": "errors",
     "RobotMessage": "bus",
@@ -126,24 +131,24 @@ _EXPORTS: dict[str, str] = {
     "RunConfig": "run_config",
     "RunHookContext": "hooks",
     "Runnable": "runnable",
-    "ScriptTool": "script_tool",
-    "SentenceTransformerEmbedder": "embeddings",
+    "ScriptTool": "tools.script",
+    "SentenceTransformerEmbedder": "text.embeddings",
     "StateProxy": "memory",
     "Task": "task",
     "TaskHookContext": "hooks",
-    "TerminalChannel": "ask",
+    "TerminalChannel": "tools.ask",
     "TextMessage": "messages",
-    "Tool": "tools",
+    "Tool": "tools.base",
     "ToolCall": "_loop",
     "ToolCallHookContext": "hooks",
     "ToolCallMessage": "messages",
-    "ToolDescriptor": "tool_manifest",
+    "ToolDescriptor": "tools.manifest",
     "ToolError": "errors",
     "ToolLoopError": "errors",
-    "ToolManifest": "tool_manifest",
+    "ToolManifest": "tools.manifest",
     "ToolMessage": "messages",
     "ToolNotFoundError": "errors",
-    "ToolRegistry": "tool_manifest",
+    "ToolRegistry": "tools.manifest",
     "ToolResultMessage": "messages",
     "UserMessage": "messages",
     "Waiter": "memory",
@@ -157,9 +162,9 @@ _EXPORTS: dict[str, str] = {
     "get_hooks": "hooks",
     "on": "hooks",
     "reload_config": "config",
-    "search_history": "history",
-    "tool": "tools",
-    "tool_registry": "tool_manifest",
+    "search_history": "text.history_search",
+    "tool": "tools.function",
+    "tool_registry": "tools.manifest",
     "with_hook_scope": "hooks",
 }
 

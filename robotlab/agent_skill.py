@@ -34,10 +34,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import ClassVar
 
-from .embeddings import Embedder, LexicalEmbedder, cosine_similarity
 from .errors import ConfigurationError
-from .script_tool import Capabilities, ScriptTool
 from .templates import split_front_matter
+from .text.embeddings import Embedder, LexicalEmbedder, cosine_similarity
+from .tools.script import Capabilities, ScriptTool
 
 __all__ = ["DEFAULT_SKILLS_ROOT", "SIMILARITY_THRESHOLD", "AgentSkill", "AgentSkillCatalog", "skills_root"]
 
@@ -73,7 +73,7 @@ class AgentSkill:
         description: The front matter's ``description`` (what requests are matched against).
         path: The bundle's folder.
         metadata: The whole front matter.
-        capabilities: The :class:`~robotlab.script_tool.Capabilities` the front matter declares.
+        capabilities: The :class:`~robotlab.tools.script.Capabilities` the front matter declares.
         instructions: The body below the front matter, stripped.
     """
 
@@ -102,7 +102,7 @@ class AgentSkill:
 
     @cached_property
     def script_tools(self) -> list[ScriptTool]:
-        """A :class:`~robotlab.script_tool.ScriptTool` per executable script (others are skipped with a warning)."""
+        """A :class:`~robotlab.tools.script.ScriptTool` per executable script (others are skipped with a warning)."""
         tools = (ScriptTool.from_path(p, capabilities=self.capabilities, skill_dir=self.path) for p in self.scripts)
         return [t for t in tools if t is not None]
 
@@ -119,8 +119,8 @@ class AgentSkillCatalog:
 
     Args:
         root: The folder to scan; the configured ``skills_path`` (``~/.prompts/skills``) by default.
-        embedder: What :meth:`match` embeds with; a :class:`~robotlab.embeddings.LexicalEmbedder` (no
-            model, shared words) by default. A :class:`~robotlab.embeddings.SentenceTransformerEmbedder`
+        embedder: What :meth:`match` embeds with; a :class:`~robotlab.text.embeddings.LexicalEmbedder` (no
+            model, shared words) by default. A :class:`~robotlab.text.embeddings.SentenceTransformerEmbedder`
             matches meaning.
     """
 

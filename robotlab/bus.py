@@ -1,6 +1,7 @@
-"""The robot message bus: RobotMessage, MessageBus, BusPoller and the BusMessaging robot mixin.
+"""The robot message bus: RobotMessage, Delivery, MessageBus and BusPoller.
 
-Robots on one :class:`MessageBus` talk by name. Each robot listens on the channel named after it
+Robots on one :class:`MessageBus` talk by name, through their :class:`~robotlab.mailbox.Mailbox`
+(``robot.mailbox``). Each robot listens on the channel named after it
 (robots that share a name all receive: fan-out), and every delivery to a robot goes through a
 :class:`BusPoller`, which runs one delivery per robot at a time::
 
@@ -30,15 +31,12 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
+from typing import Any, ClassVar, Protocol, Self
 
 from ._runtime import run_sync
-from .errors import BusError, ConfigurationError
+from .errors import BusError
 
-if TYPE_CHECKING:
-    from .robot import Robot
-
-__all__ = ["BusMessaging", "BusPoller", "Delivery", "MessageBus", "RobotMessage"]
+__all__ = ["BusPoller", "Delivery", "DeliveryTarget", "MessageBus", "RobotMessage", "call_handler"]
 
 logger = logging.getLogger("robotlab")
 
@@ -53,7 +51,7 @@ def _is_async(handler: Handler) -> bool:
     return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(type(handler).__call__)
 
 
-async def _call(handler: Handler, *args: Any) -> Any:
+async def call_handler(handler: Handler, *args: Any) -> Any:
     """Await an async handler; run a plain one in a worker thread (awaiting what it returns, if awaitable)."""
     if _is_async(handler):
         return await handler(*args)
@@ -241,7 +239,7 @@ class MessageBus:
     @staticmethod
     async def _notify(handler: Handler, delivery: Delivery) -> None:
         try:
-            await _call(handler, delivery)
+            await call_handler(handler, delivery)
         except Exception as exc:
             delivery._nack_if_pending()
             logger.warning(
@@ -290,6 +288,15 @@ class MessageBus:
 
     def __repr__(self) -> str:
         return f"<MessageBus channels={self.channel_names}>"
+
+
+class DeliveryTarget(Protocol):
+    """What a :class:`BusPoller` delivers to: a robot (which hands the delivery to its mailbox)."""
+
+    name: str
+
+    async def _process_delivery(self, delivery: Delivery) -> None:
+        """Handle one delivery."""
 
 
 class BusPoller:
@@ -345,7 +352,7 @@ class BusPoller:
         with self._lock:
             return len(self._queues.get(id(robot), ()))
 
-    async def enqueue(self, *, robot: Any, delivery: Delivery, group: str = "default") -> None:
+    async def enqueue(self, *, robot: DeliveryTarget, delivery: Delivery, group: str = "default") -> None:
         """Process ``delivery`` for ``robot`` now if it is idle (then drain its queue), else queue it.
 
         ``group`` is informational. When the robot already has :attr:`QUEUE_CAPACITY` deliveries
@@ -373,7 +380,7 @@ class BusPoller:
         elif queue is None:
             await self._process_and_drain(robot, delivery)
 
-    async def _process_and_drain(self, robot: Any, delivery: Delivery) -> None:
+    async def _process_and_drain(self, robot: DeliveryTarget, delivery: Delivery) -> None:
         key = id(robot)
         current: Delivery | None = delivery
         try:
@@ -391,7 +398,7 @@ class BusPoller:
             raise
 
     @staticmethod
-    async def _process(robot: Any, delivery: Delivery) -> None:
+    async def _process(robot: DeliveryTarget, delivery: Delivery) -> None:
         try:
             await robot._process_delivery(delivery)
         except BusError as exc:
@@ -401,278 +408,3 @@ class BusPoller:
 
     def __repr__(self) -> str:
         return f"<BusPoller groups={self.groups}>"
-
-
-def _takes_delivery(handler: Handler) -> bool:
-    """Whether ``handler`` takes ``(delivery, message)`` rather than ``(message)``."""
-    try:
-        parameters = list(inspect.signature(handler).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
-        return True
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if not positional:
-        raise TypeError(f"on_message handler must take (message) or (delivery, message), got {handler!r}")
-    return len([p for p in positional if p.default is p.empty]) >= 2  # defaults (tag=tag) do not count
-
-
-def _task_text(message: RobotMessage) -> str:
-    content = message.content
-    if isinstance(content, dict):
-        return "\n".join(f"{key}: {value}" for key, value in content.items())
-    return str(content)
-
-
-class BusMessaging:
-    """The message-bus half of :class:`~robotlab.Robot`: send, receive, reply, serve and spawn.
-
-    A robot built with ``bus=`` (or joined with :meth:`with_bus`) listens on the channel named
-    after it. Every delivery goes through its :class:`BusPoller` (a private one unless a network
-    assigns a shared one), so a robot handles one message at a time.
-    """
-
-    name: str
-    bus: MessageBus | None
-
-    def _init_bus_messaging(self) -> None:
-        """Set up the bus state and join ``self.bus`` when one was given (the end of ``Robot.__init__``)."""
-        self._bus_lock = threading.Lock()
-        self._message_counter = 0
-        self._outbox: dict[str, dict[str, Any]] = {}
-        self._message_handler: Handler | None = None
-        self._handler_takes_delivery = False
-        self._bus_poller: BusPoller | None = None
-        self._bus_poller_group = "default"
-        self._bus_channel: str | None = None
-        self._bus_subscriber_id: int | None = None
-        bus, self.bus = self.bus, None
-        if bus is not None:
-            if not isinstance(bus, MessageBus):
-                raise ConfigurationError(
-                    f"Robot '{self.name}': bus= takes a robotlab.bus.MessageBus, got {bus!r}"
-                )
-            self.with_bus(bus)
-
-    # -- state ---------------------------------------------------------------------------
-    @property
-    def outbox(self) -> dict[str, dict[str, Any]]:
-        """Sent messages by key: ``{"message": ..., "status": "sent" | "replied", "replies": [...]}``."""
-        with self._bus_lock:
-            return dict(self._outbox)
-
-    @property
-    def bus_poller(self) -> BusPoller | None:
-        """The poller serialising this robot's deliveries (``None`` before it first joins a bus)."""
-        return self._bus_poller
-
-    @property
-    def bus_poller_group(self) -> str:
-        """The poller group label this robot belongs to."""
-        return self._bus_poller_group
-
-    # -- sending -------------------------------------------------------------------------
-    def _require_bus(self) -> MessageBus:
-        if self.bus is None:
-            raise BusError(f"No bus configured on robot '{self.name}'")
-        return self.bus
-
-    def _new_message(self, content: str | dict[str, Any], in_reply_to: str | None) -> RobotMessage:
-        with self._bus_lock:
-            self._message_counter += 1
-            message = RobotMessage.build(
-                id=self._message_counter, sender=self.name, content=content, in_reply_to=in_reply_to
-            )
-            if in_reply_to is None:
-                self._outbox[message.key] = {"message": message, "status": "sent", "replies": []}
-            return message
-
-    def _forget(self, message: RobotMessage) -> None:
-        with self._bus_lock:
-            self._outbox.pop(message.key, None)
-
-    def send_message(self, *, to: str, content: str | dict[str, Any]) -> RobotMessage:
-        """Send ``content`` to the robot(s) named ``to`` and record it in :attr:`outbox` as ``"sent"``.
-
-        Waits for the recipients' handlers when called outside an event loop (see :meth:`MessageBus.publish`).
-
-        Raises:
-            BusError: ``"No bus configured on robot '<name>'"``, or ``"Unknown channel: <to>"``.
-        """
-        bus = self._require_bus()
-        message = self._new_message(content, None)
-        try:
-            bus.publish(str(to), message)
-        except BaseException:
-            self._forget(message)
-            raise
-        return message
-
-    async def asend_message(self, *, to: str, content: str | dict[str, Any]) -> RobotMessage:
-        """:meth:`send_message` for coroutines: waits for the recipients' handlers, not blocking the loop."""
-        bus = self._require_bus()
-        message = self._new_message(content, None)
-        try:
-            await bus.apublish(str(to), message)
-        except BaseException:
-            self._forget(message)
-            raise
-        return message
-
-    def send_reply(self, *, to: str, content: str | dict[str, Any], in_reply_to: str) -> RobotMessage:
-        """Answer the message whose key is ``in_reply_to`` (replies are not kept in the outbox).
-
-        Raises:
-            BusError: ``"No bus configured on robot '<name>'"``, or ``"Unknown channel: <to>"``.
-        """
-        bus = self._require_bus()
-        reply = self._new_message(content, in_reply_to)
-        bus.publish(str(to), reply)
-        return reply
-
-    async def asend_reply(self, *, to: str, content: str | dict[str, Any], in_reply_to: str) -> RobotMessage:
-        """:meth:`send_reply` for coroutines."""
-        bus = self._require_bus()
-        reply = self._new_message(content, in_reply_to)
-        await bus.apublish(str(to), reply)
-        return reply
-
-    # -- receiving -----------------------------------------------------------------------
-    def on_message(self, handler: Handler) -> Handler:
-        """Handle incoming messages with ``handler`` (replacing any previous one); usable as a decorator.
-
-        ``handler(message)`` gets the delivery acked before it is called; ``handler(delivery, message)``
-        (two arguments without defaults, or ``*args``) acks or nacks it itself. It may be a coroutine
-        function. When it raises, the delivery is nacked if still pending and the poller logs
-        ``"BusPoller: delivery error: Error handling bus message on robot '<name>': <msg>"``.
-        """
-        self._handler_takes_delivery = _takes_delivery(handler)
-        self._message_handler = handler
-        return handler
-
-    def respond_to_tasks(self, handler: Handler | None = None, *, auto_reply: bool = True) -> Any:
-        """Answer each incoming task (not replies) with ``handler(message)``'s return value.
-
-        A ``None`` return sends no reply, nor does ``auto_reply=False``. Ignoring replies means two
-        responding robots never ping-pong. Usable as ``@robot.respond_to_tasks`` or
-        ``@robot.respond_to_tasks(auto_reply=False)``; returns the handler.
-        """
-        if handler is None:
-            return functools.partial(self.respond_to_tasks, auto_reply=auto_reply)
-        responder = handler
-
-        async def respond(message: RobotMessage) -> None:
-            if message.is_reply:
-                return
-            reply = await _call(responder, message)
-            if auto_reply and reply is not None:
-                await self.asend_reply(to=message.sender, content=reply, in_reply_to=message.key)
-
-        self.on_message(respond)
-        return handler
-
-    def serve(self, *, auto_reply: bool = True) -> Self:
-        """Answer each incoming task with this robot's ``arun(content).reply``.
-
-        Dict content is sent to the model as ``"key: value"`` lines.
-        """
-        robot = cast("Robot", self)
-
-        async def answer(message: RobotMessage) -> Any:
-            return (await robot.arun(_task_text(message))).reply
-
-        self.respond_to_tasks(answer, auto_reply=auto_reply)
-        return self
-
-    async def _receive(self, delivery: Delivery) -> None:
-        poller = self._bus_poller
-        assert poller is not None, "a subscribed robot always has a poller"
-        await poller.enqueue(robot=self, delivery=delivery, group=self._bus_poller_group)
-
-    async def _process_delivery(self, delivery: Delivery) -> None:
-        """Handle one delivery (called by the :class:`BusPoller`)."""
-        message = delivery.message
-        if isinstance(message, RobotMessage) and message.is_reply:
-            self._correlate_reply(message)
-        handler = self._message_handler
-        try:
-            if handler is None:
-                delivery.ack()
-            elif self._handler_takes_delivery:
-                await _call(handler, delivery, message)
-            else:
-                delivery.ack()
-                await _call(handler, message)
-        except Exception as exc:
-            delivery._nack_if_pending()
-            raise BusError(f"Error handling bus message on robot '{self.name}': {exc}") from exc
-
-    def _correlate_reply(self, reply: RobotMessage) -> None:
-        with self._bus_lock:
-            entry = self._outbox.get(reply.in_reply_to or "")
-            if entry is not None:
-                entry["status"] = "replied"
-                entry["replies"].append(reply)
-
-    # -- joining -------------------------------------------------------------------------
-    def with_bus(self, bus: MessageBus | None = None) -> Self:
-        """Join ``bus`` (leaving the current one), or, without one, rejoin the current bus or a new one.
-
-        A no-op when ``bus`` is the bus the robot is on.
-        """
-        if bus is not None and bus is self.bus:
-            return self
-        target = bus if bus is not None else self.bus if self.bus is not None else MessageBus()
-        self.leave_bus()
-        if self._bus_poller is None:
-            self._bus_poller = BusPoller().start()
-        channel = self.name
-        target.add_channel(channel, type=RobotMessage)
-        self._bus_subscriber_id = target.subscribe(channel, self._receive)
-        self._bus_channel = channel
-        self.bus = target
-        return self
-
-    def leave_bus(self) -> Self:
-        """Stop listening on the bus and forget it (call it when tearing a robot down)."""
-        if self.bus is not None and self._bus_channel is not None and self._bus_subscriber_id is not None:
-            self.bus.unsubscribe(self._bus_channel, self._bus_subscriber_id)
-        self._bus_channel = self._bus_subscriber_id = None
-        self.bus = None
-        return self
-
-    def assign_bus_poller(self, poller: BusPoller, *, group: str = "default") -> None:
-        """Route this robot's deliveries through ``poller`` (a network's shared one) under ``group``."""
-        poller.add_group(group)
-        self._bus_poller = poller
-        self._bus_poller_group = str(group)
-
-    def spawn(
-        self,
-        *,
-        name: str = "robot",
-        system_prompt: str | None = None,
-        template: str | None = None,
-        local_tools: Any = (),
-        **options: Any,
-    ) -> Robot:
-        """Build a robot on this robot's bus (creating one and joining it first when there is none).
-
-        The new robot uses this robot's ``model``, ``provider`` and ``llm`` unless ``options`` say otherwise.
-        """
-        from .robot import build
-
-        parent = cast("Robot", self)
-        if self.bus is None:
-            self.with_bus()
-        inherited: dict[str, Any] = {"bus": self.bus}
-        for option, value in (("model", parent.model), ("provider", parent.provider), ("llm", parent._llm)):
-            if value is not None:
-                inherited[option] = value
-        return build(
-            name=name,
-            system_prompt=system_prompt,
-            template=template,
-            local_tools=local_tools,
-            **{**inherited, **options},
-        )

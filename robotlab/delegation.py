@@ -20,8 +20,8 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from . import errors
+from ._ruby import format_number
 from .errors import DelegationTimeout
-from .text_analysis import format_number
 
 __all__ = ["DelegationFuture", "DelegationTimeout"]
 
@@ -155,3 +155,4 @@ class DelegationFuture:
     def __repr__(self) -> str:
         state = "resolved" if self.is_resolved else "pending"
         return f"<DelegationFuture robot_name={self._robot_name!r} delegated_by={self._delegated_by!r} {state}>"
+

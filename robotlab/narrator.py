@@ -17,8 +17,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar, TextIO
 
+from . import _ruby
 from .hooks import Hook, HookContext, get_hooks, on
-from .text_analysis import ruby_strip
 
 __all__ = ["Narrator"]
 
@@ -82,7 +82,7 @@ class Narrator(Hook):
         if not isinstance(args, Mapping) or not args:
             return ""
         key, value = next(iter(args.items()))
-        return f" {key}={_quote(cls._clip(value))}"
+        return f" {key}={_ruby.inspect_string(cls._clip(value))}"
 
     @classmethod
     def _clip(cls, value: Any) -> str:
@@ -93,35 +93,5 @@ class Narrator(Hook):
             text = str(value)
         else:
             text = json.dumps(value, ensure_ascii=False, default=str)
-        line = ruby_strip(text.split("\n", 1)[0])
+        line = _ruby.strip(text.split("\n", 1)[0])
         return f"{line[: cls.MAX]}…" if len(line) > cls.MAX else line
-
-
-_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\t": "\\t",
-    "\r": "\\r",
-    "\f": "\\f",
-    "\v": "\\v",
-    "\b": "\\b",
-    "\a": "\\a",
-    "\x1b": "\\e",
-}
-
-
-def _quote(text: str) -> str:
-    """``text`` in double quotes, escaped as Ruby's ``String#inspect`` does."""
-    out = []
-    for index, char in enumerate(text):
-        if char in _ESCAPES:
-            out.append(_ESCAPES[char])
-        elif char == "#" and text[index + 1 : index + 2] in ("{", "$", "@"):
-            out.append("\\#")
-        elif char == "\x7f":
-            out.append("\\x7F")
-        elif char < " ":
-            out.append(f"\\u{ord(char):04X}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'

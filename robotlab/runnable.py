@@ -5,25 +5,32 @@ from __future__ import annotations
 import asyncio
 import queue
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ._runtime import get_loop
+from ._runtime import get_loop, run_sync
 
 if TYPE_CHECKING:
     from .streaming import Event
 
 __all__ = ["Runnable"]
 
+ResultT = TypeVar("ResultT")
 
-class Runnable:
+
+class Runnable(Generic[ResultT]):
     """The shared interface of :class:`~robotlab.Robot` and :class:`~robotlab.Network`.
 
-    Implementers provide ``arun`` (taking ``on_event=``), ``run`` and ``crew``; the rest derive from them.
+    Implementers provide ``arun`` (taking ``on_event=``) and ``crew``; the rest derive from them.
+    ``ResultT`` is what a run returns (a robot's :class:`~robotlab.RobotResult`).
     """
 
-    async def arun(self, message: Any = None, **options: Any) -> Any:
+    async def arun(self, message: Any = None, **options: Any) -> ResultT:
         """Run on ``message``; ``on_event=`` receives every :class:`~robotlab.streaming.Event`."""
         raise NotImplementedError
+
+    def run(self, message: Any = None, **options: Any) -> ResultT:
+        """Synchronous :meth:`arun` (runs on RobotLab's background event loop)."""
+        return run_sync(self.arun(message, **options))
 
     async def astream(self, message: Any = None, **options: Any) -> AsyncIterator[Event]:
         """Run and yield each :class:`~robotlab.streaming.Event` as it happens.

@@ -1,142 +1,15 @@
-"""Resolution of the ``"none"`` / ``"inherit"`` / list values used for ``tools`` and ``mcp``.
+"""The documented path of :mod:`robotlab.tools.resolution`: ``robotlab.tool_config`` is that module.
 
-Every level of the hierarchy (global config, network, task, robot, run) may set ``tools``
-and ``mcp`` to one of:
-
-* ``"inherit"`` (:data:`INHERIT`): use whatever the parent level resolved to;
-* ``None``, ``[]`` or ``"none"`` (:data:`NONE_VALUES`, and an empty tuple too): nothing at
-  this level;
-* anything else: exactly these entries (a single entry counts as a one-item list).
-
-These are module functions, like RobotLab's ``ToolConfig`` module::
-
-    from robotlab import tool_config
-
-    tool_config.resolve("inherit", parent_value=["search", "fetch"])   # ["search", "fetch"]
-    tool_config.resolve("none", parent_value=["search"])                 # []
-    tool_config.resolve_tools(["search", get_weather], parent_value=[])  # ["search", "get_weather"]
+``import robotlab.tool_config`` (or ``from robotlab import tool_config``) gives the module object of
+:mod:`robotlab.tools.resolution` itself, so reading, calling and patching its names behave as there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import sys
 
-__all__ = [
-    "INHERIT",
-    "NONE",
-    "NONE_VALUES",
-    "filter_tools",
-    "is_inherit_value",
-    "is_none_value",
-    "resolve",
-    "resolve_mcp",
-    "resolve_tools",
-]
+from .tools import resolution
+from .tools.resolution import *  # noqa: F403  (the same names, for type checkers and IDEs)
+from .tools.resolution import __all__ as __all__
 
-NONE = "none"
-"""Nothing at this level (Ruby ``:none``)."""
-
-INHERIT = "inherit"
-"""Use the parent level's value (Ruby ``:inherit``)."""
-
-NONE_VALUES: tuple[Any, ...] = (None, [], NONE)
-"""The values that mean "nothing at this level" (Ruby ``[nil, [], :none]``).
-
-:func:`is_none_value` also accepts an empty tuple, the Python spelling of an empty list.
-"""
-
-
-def _as_list(value: Any) -> list[Any]:
-    """Ruby's ``Array(value)``: ``None`` -> ``[]``, a list -> its items, anything else -> ``[value]``.
-
-    Strings, bytes and mappings count as single values. (Ruby's ``Array`` would split a Hash
-    into ``[key, value]`` pairs, which is never what an MCP server config wants, so a dict
-    stays whole here.) Any other iterable, a tuple, a set, a generator or a
-    :class:`~robotlab.ToolManifest`, contributes its items. The result is always a new list.
-    """
-    if value is None:
-        return []
-    if isinstance(value, str | bytes | bytearray | Mapping):
-        return [value]
-    if isinstance(value, Iterable):
-        return list(value)
-    return [value]
-
-
-def _entry_name(entry: Any) -> str:
-    """The name a tool entry is matched by.
-
-    A string is used verbatim; an object with a ``name`` (a tool instance, a
-    :class:`~robotlab.Tool` subclass, a descriptor) gives ``str(entry.name)``; anything else
-    ``str(entry)``. So a ``Tool`` class matches its class-level name and an instance its
-    own, as in RobotLab.
-    """
-    if isinstance(entry, str):
-        return entry
-    name = getattr(entry, "name", None)
-    if name is not None:
-        return str(name)
-    return str(entry)
-
-
-def is_none_value(value: Any) -> bool:
-    """Whether ``value`` means "nothing at this level": ``None``, ``[]``, ``()`` or ``"none"``."""
-    if value is None:
-        return True
-    if isinstance(value, list | tuple):
-        return len(value) == 0
-    return isinstance(value, str) and value == NONE
-
-
-def is_inherit_value(value: Any) -> bool:
-    """Whether ``value`` is ``"inherit"``."""
-    return isinstance(value, str) and value == INHERIT
-
-
-def resolve(value: Any, *, parent_value: Any) -> list[Any]:
-    """Resolve one level's value against its parent's.
-
-    * ``"inherit"`` gives the parent's value as a list (``None`` -> ``[]``, a list stays,
-      a single value -> ``[value]``, like Ruby's ``Array()``);
-    * ``None``, ``[]``, ``()`` and ``"none"`` give ``[]``;
-    * anything else gives ``value`` as a list.
-
-    ``parent_value`` is taken as it is: a parent of ``"none"`` that was never resolved
-    gives ``["none"]`` (which then matches no tool), exactly as in RobotLab.
-    """
-    if is_inherit_value(value):
-        return _as_list(parent_value)
-    if is_none_value(value):
-        return []
-    return _as_list(value)
-
-
-def resolve_mcp(value: Any, *, parent_value: Any) -> list[Any]:
-    """:func:`resolve` for MCP server configs, which are kept as they are."""
-    return resolve(value, parent_value=parent_value)
-
-
-def resolve_tools(value: Any, *, parent_value: Any) -> list[str]:
-    """:func:`resolve`, then every entry turned into a tool name.
-
-    Ruby maps each entry through ``to_s``; here a string stays as it is and a tool object
-    (or ``Tool`` class) becomes its ``name``, so an allowlist may mix names and tools.
-    """
-    return [_entry_name(entry) for entry in resolve(value, parent_value=parent_value)]
-
-
-def filter_tools(tools: Iterable[Any], *, allowed_names: Iterable[Any]) -> list[Any]:
-    """The tools whose names are in ``allowed_names``, in the order of ``tools``.
-
-    An empty allowlist means *no tools*: ``filter_tools(tools, allowed_names=[])`` is ``[]``,
-    not every tool. (A robot treats an empty resolved allowlist as "no filter" before it
-    gets here; an explicit ``tools="none"`` is handled by the caller.)
-
-    Names are matched as strings: string entries verbatim, objects by ``str(obj.name)``
-    (anything without a ``name`` by ``str(obj)``), on both sides.
-    """
-    allowed = {_entry_name(name) for name in _as_list(allowed_names)}
-    if not allowed:
-        return []
-    return [tool for tool in _as_list(tools) if _entry_name(tool) in allowed]
+sys.modules[__name__] = resolution

@@ -14,7 +14,7 @@ from django.conf import settings
 from .conf import app_settings
 from .registry import registry
 
-__all__ = ["SESSION_KEY", "default_robot", "login_required", "visible_thread"]
+__all__ = ["SESSION_KEY", "default_robot", "login_required", "may_view_others", "visible_thread"]
 
 #: The session key listing the threads an anonymous visitor created (when login is not required).
 SESSION_KEY = "robotlab_threads"
@@ -36,11 +36,24 @@ def default_robot() -> str | None:
     return names[0] if names else None
 
 
+def may_view_others(user: Any) -> bool:
+    """Whether ``user`` may read threads they do not own: the admin's rule for the thread model.
+
+    An active staff member with the thread model's ``view`` permission (a superuser has every
+    permission); ``is_staff`` alone is not enough.
+    """
+    if not getattr(user, "is_authenticated", False) or not user.is_active or not user.is_staff:
+        return False
+    opts = app_settings.thread_model()._meta
+    return bool(user.has_perm(f"{opts.app_label}.view_{opts.model_name}"))
+
+
 def visible_thread(thread_id: int, user: Any, session: Any = None) -> tuple[Any, bool]:
     """The thread ``thread_id`` if ``user`` may see it, and whether they own it; ``(None, False)`` if not.
 
-    The owner and staff see a thread; an anonymous visitor sees an ownerless thread its session
-    created when the chat needs no login (``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED = False``).
+    The owner sees a thread, and so does a user who :func:`may_view_others` (not as its owner); an
+    anonymous visitor sees an ownerless thread its session created when the chat needs no login
+    (``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED = False``).
     """
     thread = app_settings.thread_model().objects.filter(pk=thread_id).first()
     if thread is None:
@@ -48,7 +61,7 @@ def visible_thread(thread_id: int, user: Any, session: Any = None) -> tuple[Any,
     if getattr(user, "is_authenticated", False):
         if thread.user_id == user.pk:
             return thread, True
-        return (thread, False) if user.is_staff else (None, False)
+        return (thread, False) if may_view_others(user) else (None, False)
     if login_required() or thread.user_id is not None:
         return None, False
     mine = session is not None and thread.pk in (session.get(SESSION_KEY) or [])

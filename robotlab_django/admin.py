@@ -1,8 +1,8 @@
 """The admin: threads with their results inline, read-only results, a transcript view and usage charts.
 
 * Threads: runs, tokens and cost per thread, search and filters, the latest results inline,
-  a transcript page (replies, tool calls and their results), and two actions: re-run the last
-  user message, export transcripts as JSON.
+  a transcript page (replies, tool calls and their results), and three actions: re-run the last
+  user message, export transcripts as JSON, erase the owners' content (:mod:`.erasure_admin`).
 * Results: read-only, filtered by robot, status, model and date, searchable, with token and
   cost columns, totals of the filtered list, a usage page charting tokens and cost per day
   by robot and model, and each result's checkpointed steps inline.
@@ -38,6 +38,7 @@ from django.utils.translation import gettext_lazy as _
 from . import services
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
+from .erasure_admin import erase_owners
 from .models import RobotResult, RunStep, Thread
 from .registry import UnknownRobotError
 from .transcript import export_threads, run_items, transcript_runs
@@ -175,7 +176,7 @@ class ThreadAdmin(_URLs, admin.ModelAdmin):
                        "updated_at", "usage_summary")
     fields = readonly_fields
     inlines = (RobotResultInline,)
-    actions = ("rerun_last_user_message", "export_transcript")
+    actions = ("rerun_last_user_message", "export_transcript", erase_owners)
     change_form_template = "robotlab/admin/thread_change_form.html"
 
     def has_add_permission(self, request: HttpRequest) -> bool:

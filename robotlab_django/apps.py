@@ -9,7 +9,8 @@ class RobotLabConfig(AppConfig):
     """``robotlab_django`` under the label ``robotlab``.
 
     ``ready()`` registers the system checks (:mod:`robotlab_django.checks`), connects the executor (which
-    dispatches the task rows of distributed network turns, :mod:`robotlab_django.network_turns`) and imports
+    dispatches the task rows of distributed network turns, :mod:`robotlab_django.network_turns`), the receivers
+    that close a logged-out user's sockets and erase a deleted user's content, and imports
     the ``robots`` module of every installed app (:meth:`~robotlab_django.registry.RobotRegistry.autodiscover`).
     """
 
@@ -23,11 +24,13 @@ class RobotLabConfig(AppConfig):
         from django.core import checks
 
         from . import checks as robotlab_checks
-        from . import executor  # noqa: F401  (its receiver dispatches the task rows a network turn queues)
+        from . import erasure, executor, revocation  # noqa: F401  (executor: its receiver dispatches task rows)
         from .conf import app_settings
         from .registry import registry
 
         checks.register(robotlab_checks.check_settings)
         checks.register(robotlab_checks.check_llm_available)
+        revocation.connect_signals()  # a logout or deactivation closes the user's thread sockets
+        erasure.connect_signals()  # ROBOTLAB["ERASE_ON_USER_DELETE"]: deleting a user erases their content
         if app_settings.AUTODISCOVER:
             registry.autodiscover()

@@ -28,7 +28,7 @@ from robotlab._runtime import get_loop
 
 from .conf import app_settings
 
-__all__ = ["MESSAGE_TYPE", "SWEEP_DELAY", "get_layer", "last_cursor", "message", "publish",
+__all__ = ["MESSAGE_TYPE", "SWEEP_DELAY", "get_layer", "group_send", "last_cursor", "message", "publish",
            "register_consumer_loop", "sweep_later", "thread_group"]
 
 logger = logging.getLogger("robotlab_django")
@@ -101,24 +101,40 @@ async def _send(layer: Any, message: dict[str, Any]) -> None:
     """``group_send`` ``message`` to its thread's group; a failure, or a send still pending after
     ``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]`` seconds (a hung Redis, then cancelled), is logged, not raised:
     the layer is at-most-once anyway, and the rows, ``prev`` and the sweep cover the gap."""
+    await _send_to(layer, thread_group(message["thread"]), message)
+
+
+def _what(message: dict[str, Any], group: str) -> str:
+    if message.get("type") == MESSAGE_TYPE:
+        return f"events of thread {message.get('thread')}"
+    return f"{message.get('type')} to group {group}"
+
+
+async def _send_to(layer: Any, group: str, message: dict[str, Any]) -> None:
     try:
-        await asyncio.wait_for(layer.group_send(thread_group(message["thread"]), message), _publish_timeout())
+        await asyncio.wait_for(layer.group_send(group, message), _publish_timeout())
     except Exception:
-        logger.exception("robotlab: could not publish events of thread %s", message["thread"])
+        logger.exception("robotlab: could not publish %s", _what(message, group))
 
 
-async def publish(layer: Any, message: dict[str, Any]) -> None:
-    """Send ``message`` to its thread's group now, waiting at most about ``STREAM_PUBLISH_TIMEOUT`` seconds."""
+async def group_send(layer: Any, group: str, message: dict[str, Any]) -> None:
+    """Send ``message`` to ``group`` now (on the consumers' loop for the in-memory layer), waiting at most
+    about ``STREAM_PUBLISH_TIMEOUT`` seconds; a failure is logged, not raised."""
     home = _home(layer)
     if home is None:
-        await _send(layer, message)
+        await _send_to(layer, group, message)
         return
-    future = asyncio.run_coroutine_threadsafe(_send(layer, message), home)
+    future = asyncio.run_coroutine_threadsafe(_send_to(layer, group, message), home)
     try:
         await asyncio.wait_for(asyncio.wrap_future(future), _publish_timeout() + 1.0)
     except Exception:  # the consumers' loop itself is stuck
         future.cancel()
-        logger.exception("robotlab: could not publish events of thread %s", message["thread"])
+        logger.exception("robotlab: could not publish %s", _what(message, group))
+
+
+async def publish(layer: Any, message: dict[str, Any]) -> None:
+    """Send ``message`` to its thread's group now, waiting at most about ``STREAM_PUBLISH_TIMEOUT`` seconds."""
+    await group_send(layer, thread_group(message["thread"]), message)
 
 
 _sweeps: set[asyncio.Task[None]] = set()

@@ -79,7 +79,7 @@ def _resolution_errors(key: str, value: Any) -> list[CheckMessage]:
         except ImportError as exc:
             return [Error(f"ROBOTLAB['LLM'] = {value!r} cannot be imported: {exc}",
                           hint="Give the dotted path of a callable returning an LLM, such as "
-                               "'robotlab.demo.DemoLLM'.", id="robotlab.E003")]
+                               "'robotlab.testing.DemoLLM'.", id="robotlab.E003")]
     if key in {"ROBOTS", "NETWORKS"}:
         kind = "Robot" if key == "ROBOTS" else "Network"
         errors: list[CheckMessage] = []
@@ -150,5 +150,5 @@ def check_llm_available(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
     return [Warning(
         "No LLM is configured: robots that set no model of their own will fail to run.",
         hint=f"Set ROBOTLAB['DEFAULT_MODEL'] or ROBOT_LAB_MODEL and a provider key ({keys}); for an offline "
-             "demo set ROBOTLAB['LLM'] = 'robotlab.demo.DemoLLM'. Silence with SILENCED_SYSTEM_CHECKS.",
+             "demo set ROBOTLAB['LLM'] = 'robotlab.testing.DemoLLM'. Silence with SILENCED_SYSTEM_CHECKS.",
         id="robotlab.W002")]

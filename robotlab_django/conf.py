@@ -42,7 +42,7 @@ SETTINGS: dict[str, Setting] = {
         nullable=True),
     "LLM": Setting(
         None, (str,), "Dotted path to (or a callable) returning the LLM object that app-built robots send "
-        "requests to when the caller passes none: 'robotlab.demo.DemoLLM' runs offline. None uses litellm.",
+        "requests to when the caller passes none: 'robotlab.testing.DemoLLM' runs offline. None uses litellm.",
         nullable=True),
     "API_BASE": Setting(
         None, (str,), "Endpoint for the litellm client of app-built robots (a proxy, an OpenAI-compatible "
@@ -116,6 +116,9 @@ SETTINGS: dict[str, Setting] = {
     "RETENTION_DAYS": Setting(
         None, (int,), "Default age in days for 'manage.py robotlab_prune' when --older-than is not given; "
         "None makes --older-than required.", nullable=True),
+    "ERASE_ON_USER_DELETE": Setting(
+        False, (bool,), "Deleting a user also erases their content (threads, results, events, steps) instead of "
+        "only clearing the threads' owner; 'manage.py robotlab_erase --user NAME' erases without deleting."),
 }
 
 
@@ -173,6 +176,8 @@ class AppSettings:
                                   doc=SETTINGS["MAX_MESSAGE_LENGTH"].doc)
     ADMIN_USAGE_DAYS = property(lambda self: self.get("ADMIN_USAGE_DAYS"), doc=SETTINGS["ADMIN_USAGE_DAYS"].doc)
     RETENTION_DAYS = property(lambda self: self.get("RETENTION_DAYS"), doc=SETTINGS["RETENTION_DAYS"].doc)
+    ERASE_ON_USER_DELETE = property(lambda self: self.get("ERASE_ON_USER_DELETE"),
+                                    doc=SETTINGS["ERASE_ON_USER_DELETE"].doc)
 
     # -- resolved values -----------------------------------------------------------------
     def thread_model(self) -> type[models.Model]:

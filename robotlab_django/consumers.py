@@ -2,9 +2,16 @@
 
 ``ws/robotlab/threads/<pk>/`` (:mod:`robotlab_django.routing`), behind
 ``AllowedHostsOriginValidator(AuthMiddlewareStack(...))`` (:mod:`robotlab_django.asgi`). Only the
-thread's owner or staff may connect; anyone else is refused with close code ``4403`` (also an
-anonymous visitor, unless ``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED`` is false and the thread is one
-its session created, as on the chat pages).
+thread's owner, or an active staff member with the thread model's ``view`` permission (the admin's
+rule, :func:`~robotlab_django.access.may_view_others`), may connect; anyone else is refused with close
+code ``4403`` (also an anonymous visitor, unless ``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED`` is false and
+the thread is one its session created, as on the chat pages).
+
+The right is checked again against the session as stored now (:mod:`robotlab_django.revocation`)
+before a run is queued, before a replay, and before live events are relayed (at most every
+:attr:`ThreadConsumer.recheck_interval` seconds); a user who logged out or was deactivated is closed
+at once through their per-user group. A revoked socket is closed with ``4403``. A failed run's
+provider error reaches the client as a short message (:mod:`robotlab_django.user_errors`).
 
 Server to client::
 
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -45,8 +53,10 @@ from django.db.models import Max
 from .access import default_robot, visible_thread
 from .broadcast import MESSAGE_TYPE, register_consumer_loop, thread_group
 from .conf import app_settings
+from .revocation import still_allowed, user_group
+from .user_errors import public_events
 
-__all__ = ["CLOSE_FORBIDDEN", "MAX_FRAME_BYTES", "REPLAY_BATCH", "ThreadConsumer", "visible_thread"]
+__all__ = ["CLOSE_FORBIDDEN", "MAX_CURSOR", "MAX_FRAME_BYTES", "REPLAY_BATCH", "ThreadConsumer", "visible_thread"]
 
 #: The close code for a user who may not see the thread.
 CLOSE_FORBIDDEN = 4403
@@ -54,6 +64,8 @@ CLOSE_FORBIDDEN = 4403
 MAX_FRAME_BYTES = 64 * 1024
 #: Stored events sent per replay frame.
 REPLAY_BATCH = 500
+#: The largest cursor a client may send (a database's 64-bit primary key).
+MAX_CURSOR = 2**63 - 1
 
 
 def _stored_after(thread_id: int, after: int, limit: int) -> list[tuple[Any, dict[str, Any]]]:
@@ -73,12 +85,15 @@ def _stored_between(thread_id: int, result_id: Any, after: int, through: int) ->
     return [{**row.to_dict(), "cursor": row.pk} for row in rows]
 
 
-def _queue_run(thread_id: int, user: Any, session: Any, text: str) -> dict[str, Any]:
+def _queue_run(thread_id: int, user: Any, session: Any, text: str) -> dict[str, Any] | None:
+    """Queue a run on the thread; ``None`` when the socket's session no longer may see the thread."""
     from . import executor, services
     from .registry import UnknownRobotError
 
-    thread, owner = visible_thread(thread_id, user, session)  # checked again: the session may have changed
-    if thread is None or not owner:
+    thread, owner = still_allowed(thread_id, user, session)  # the session as stored now
+    if thread is None:
+        return None
+    if not owner:
         return {"type": "error", "error": "Only the thread's owner may send messages."}
     try:
         row = services.start_run(thread, thread.robot_name or default_robot(), text, user=user)
@@ -89,11 +104,32 @@ def _queue_run(thread_id: int, user: Any, session: Any, text: str) -> dict[str, 
             "sequence_number": row.sequence_number}
 
 
+def _text_problem(text: str) -> str:
+    """Why the database cannot store ``text`` (a NUL character, an unpaired surrogate), or ``""``."""
+    if "\x00" in text:
+        return "The message contains a NUL character; remove it."
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "The message is not valid Unicode (an unpaired surrogate); remove the broken character."
+    return ""
+
+
 class ThreadConsumer(AsyncJsonWebsocketConsumer):
-    """Streams a thread's run events to its owner (or staff), with replay; the owner can send messages."""
+    """Streams a thread's run events to its owner (or staff who may view it), with replay; the owner can send
+    messages."""
 
     thread_id: int
     group: str = ""
+    #: The per-user group (``robotlab.user.<pk>``) a logout or deactivation closes; empty for a visitor.
+    user_group: str = ""
+    #: Seconds a check of the session stays good for relaying live events (queuing a run and a replay
+    #: always check first).
+    recheck_interval: float = 2.0
+    #: When (``time.monotonic()``) the session was last found to allow the thread.
+    checked_at: float = 0.0
+    #: Set once the socket's right is gone: nothing more is relayed.
+    revoked: bool = False
     #: The highest cursor sent (or replayed through): what ``replayed`` reports.
     cursor: int = 0
     #: Events of a run this socket has sent nothing of are new past this cursor.
@@ -113,10 +149,16 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         if thread is None:
             await self.close(code=CLOSE_FORBIDDEN)
             return
+        self.checked_at = time.monotonic()
         self.group = thread_group(self.thread_id)
         register_consumer_loop(asyncio.get_running_loop())
+        user = self.scope.get("user")
+        if getattr(user, "is_authenticated", False):
+            self.user_group = user_group(user.pk)
         if self.channel_layer is not None:
             await self.channel_layer.group_add(self.group, self.channel_name)
+            if self.user_group:
+                await self.channel_layer.group_add(self.user_group, self.channel_name)
         after = parse_qs(self.scope.get("query_string", b"").decode("latin-1")).get("after")
         if not after:  # read before accepting: whatever is stored once the client is connected is new to it
             self.baseline = self.cursor = await database_sync_to_async(_newest)(self.thread_id)
@@ -125,9 +167,34 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             await self._resume(after[-1])
 
     async def disconnect(self, code: int) -> None:
-        """Leave the thread's group."""
-        if self.group and self.channel_layer is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        """Leave the thread's group and the user's."""
+        if self.channel_layer is None:
+            return
+        for group in (self.group, self.user_group):
+            if group:
+                await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def robotlab_revoke(self, message: dict[str, Any]) -> None:
+        """The user logged out or was deactivated: close with ``4403`` (and relay nothing more)."""
+        self.revoked = True
+        await self.close(code=CLOSE_FORBIDDEN)
+
+    async def _allowed(self, *, fresh: bool) -> bool:
+        """Whether the socket's session still may see the thread; closes the socket (``4403``) if not.
+
+        ``fresh=False`` trusts a check made within :attr:`recheck_interval` seconds.
+        """
+        if self.revoked:
+            return False
+        if not fresh and time.monotonic() - self.checked_at < self.recheck_interval:
+            return True
+        thread, _owner = await database_sync_to_async(still_allowed)(
+            self.thread_id, self.scope.get("user"), self.scope.get("session"))
+        if thread is None:
+            await self.robotlab_revoke({})
+            return False
+        self.checked_at = time.monotonic()
+        return True
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None,
                       **kwargs: Any) -> None:
@@ -141,6 +208,9 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             content = json.loads(raw or b"")
         except (ValueError, UnicodeDecodeError):
             await self._error("The frame is not JSON.")
+            return
+        except RecursionError:
+            await self._error("The frame is nested too deeply.")
             return
         if not isinstance(content, dict) or not isinstance(content.get("type"), str):
             await self._error('A frame is a JSON object with a "type".')
@@ -157,8 +227,17 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             if not isinstance(text, str) or not text.strip():
                 await self._error('A message needs a non-empty "text".')
                 return
-            await self.send_json(await database_sync_to_async(_queue_run)(
-                self.thread_id, self.scope.get("user"), self.scope.get("session"), text.strip()))
+            problem = _text_problem(text)
+            if problem:
+                await self._error(problem)
+                return
+            answer = await database_sync_to_async(_queue_run)(
+                self.thread_id, self.scope.get("user"), self.scope.get("session"), text.strip())
+            if answer is None:
+                await self.robotlab_revoke({})
+                return
+            self.checked_at = time.monotonic()
+            await self.send_json(answer)
         else:
             await self._error(f"Unknown frame type {kind!r}; send 'resume' or 'message'.")
 
@@ -171,7 +250,8 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         handlers (connect, frames from the client) keep Channels' behaviour.
         """
         if message.get("type") == MESSAGE_TYPE:
-            await self.robotlab_events(message)
+            if await self._allowed(fresh=False):
+                await self.robotlab_events(message)
         else:
             await super().dispatch(message)
 
@@ -182,12 +262,12 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         if result is not None and isinstance(prev, int) and prev > reached:  # a batch was lost on the way
             missed = await database_sync_to_async(_stored_between)(self.thread_id, result, reached, prev)
             if missed:
-                await self.send_json({"type": "events", "events": self._mark(result, missed)})
+                await self.send_json({"type": "events", "events": public_events(self._mark(result, missed))})
             reached = self.sent.get(result, reached)
         fresh = [event for event in message.get("events", [])
                  if not isinstance(event.get("cursor"), int) or event["cursor"] > reached]
         if fresh:
-            frame: dict[str, Any] = {"type": "events", "events": self._mark(result, fresh)}
+            frame: dict[str, Any] = {"type": "events", "events": public_events(self._mark(result, fresh))}
             if "t_emit" in message:
                 frame["t_emit"] = message["t_emit"]
             await self.send_json(frame)
@@ -204,14 +284,19 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     async def _resume(self, after: Any) -> None:
         try:
             position = int(after)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: a float such as 1e400 (infinity)
             await self._error('"after" must be an integer cursor.')
+            return
+        if not 0 <= position <= MAX_CURSOR:
+            await self._error(f'"after" must be a cursor from 0 to {MAX_CURSOR}, not {position}.')
+            return
+        if not await self._allowed(fresh=True):
             return
         while batch := await database_sync_to_async(_stored_after)(self.thread_id, position, REPLAY_BATCH):
             position = batch[-1][1]["cursor"]
             for result, event in batch:
                 self.sent[result] = max(self.sent.get(result, 0), event["cursor"])
-            await self.send_json({"type": "events", "events": [event for _, event in batch]})
+            await self.send_json({"type": "events", "events": public_events(event for _, event in batch)})
             if len(batch) < REPLAY_BATCH:
                 break
         self.baseline = max(self.baseline, position)

@@ -28,6 +28,7 @@ from .abstract_models import Status
 from .access import SESSION_KEY, default_robot, login_required
 from .conf import app_settings
 from .registry import UnknownRobotError, registry
+from .user_errors import public_error, public_events
 
 __all__ = [
     "POLL_EVENTS",
@@ -116,7 +117,7 @@ def history_items(results: Any) -> list[dict[str, Any]]:
                 items.append({**base, "role": "user", "text": row.input, "tools": [], "status": "",
                               "error": ""})
             items.append({**base, "role": "assistant", "text": row.reply, "tools": [], "steps": ran,
-                          "status": row.status, "error": row.error})
+                          "status": row.status, "error": public_error(row.error_type, row.error)[1]})
             continue
         reply: dict[str, Any] | None = None
         for message in row.messages:
@@ -138,13 +139,17 @@ def history_items(results: Any) -> list[dict[str, Any]]:
 
 
 def result_summary(row: Any) -> dict[str, Any]:
-    """The JSON the page polls for one run: ids, status, input, reply, error, tool names."""
+    """The JSON the page polls for one run: ids, status, input, reply, error, tool names.
+
+    A model provider's error is the short message of :func:`~robotlab_django.user_errors.public_error`.
+    """
     tools = [name for message in row.messages or [] if message.get("role") == "assistant"
              for name in _tool_names(message)]
+    error_type, error = public_error(row.error_type, row.error)
     return {
         "id": row.pk, "sequence_number": row.sequence_number, "run_id": row.run_id, "robot": row.robot_name,
-        "status": row.status, "input": row.input, "reply": row.reply, "error": row.error,
-        "error_type": row.error_type, "tools": tools, "is_finished": row.is_finished,
+        "status": row.status, "input": row.input, "reply": row.reply, "error": error,
+        "error_type": error_type, "tools": tools, "is_finished": row.is_finished,
     }
 
 
@@ -269,5 +274,5 @@ def results_json(request: HttpRequest, pk: int) -> HttpResponseBase:
         events = (app_settings.event_model().objects.filter(thread_id=thread.pk,
                                                             pk__gt=_int(request.GET["after"], 0))
                   .order_by("pk")[:POLL_EVENTS])
-        data["events"] = [{**event.to_dict(), "cursor": event.pk} for event in events]
+        data["events"] = public_events({**event.to_dict(), "cursor": event.pk} for event in events)
     return JsonResponse(data)

@@ -25,8 +25,10 @@ DJANGO_ORDER = ("index", "install", "installation", "quickstart", "settings", "m
 
 _TESTING = {"FakeLLM": "fake", "FakeLLMExhausted": "fake", "FunctionLLM": "fake", "Step": "fake",
             "text": "fake", "tool_call": "fake", "tool_calls": "fake", "raise_": "fake",
-            "FakeLLMServer": "server", "allow_real_requests": "guard", "block_real_requests": "guard"}
+            "DemoLLM": "demo", "FakeLLMServer": "server", "allow_real_requests": "guard",
+            "block_real_requests": "guard"}
 
+_DIRECTIVE = re.compile(r"^::: robotlab\.(\S+)$", re.MULTILINE)
 _ROLE = re.compile(r":(?:py:)?(?:class|meth|func|data|attr|mod|exc|obj|const):<code>(~?)([^<]+)</code>")
 
 
@@ -43,7 +45,10 @@ def _django_pages(docs_dir: Path) -> list[str]:
 
 
 def _public_modules() -> list[str]:
-    """The importable, non-private modules and packages of ``robotlab``."""
+    """The importable, non-private modules and packages of ``robotlab``, and those of its packages.
+
+    A package's modules are named with a dot (``tools.manifest``), as their pages are (``api/tools.manifest.md``).
+    """
     root = Path(__file__).resolve().parents[2] / "robotlab"
     names = []
     for info in pkgutil.iter_modules([str(root)]):
@@ -52,6 +57,9 @@ def _public_modules() -> list[str]:
         if info.ispkg and not (root / info.name / "__init__.py").is_file():
             continue  # an empty namespace directory, nothing to document yet
         names.append(info.name)
+        if info.ispkg:
+            names += [f"{info.name}.{sub.name}" for sub in pkgutil.iter_modules([str(root / info.name)])
+                      if not sub.name.startswith("_") and not sub.ispkg]
     return sorted(names)
 
 
@@ -76,6 +84,8 @@ def on_config(config: Any, **kwargs: Any) -> Any:
     extra_guides = sorted(f"guides/{p.name}" for p in (docs_dir / "guides").glob("*.md")
                           if f"guides/{p.name}" not in listed)
     written_api = {p.stem for p in (docs_dir / "api").glob("*.md")}
+    written_api |= {match for p in (docs_dir / "api").glob("*.md")  # a module shown on a page under another name
+                    for match in _DIRECTIVE.findall(p.read_text(encoding="utf-8"))}
     _generated[:] = [m for m in _public_modules() if m not in written_api]
     extra_api = [f"api/{p.name}" for p in sorted((docs_dir / "api").glob("*.md")) if f"api/{p.name}" not in listed]
     extra_api += [f"api/{m}.md" for m in _generated]

@@ -19,9 +19,9 @@ from typing import Any
 from example_tools import calculate, current_time
 
 import robotlab
-from robotlab.demo import DemoLLM
 from robotlab.llm import LLMRequest, LLMResponse
 from robotlab.network import Network, create_network
+from robotlab.testing import DemoLLM
 from robotlab_django.registry import register_network, register_robot
 
 __all__ = ["CATEGORIES", "KEYWORDS", "ChatRobot", "DemoClassifier", "classify", "demo_llm", "route_support",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .client import MCPClient, content_text
     from .connections import ConnectionManager, get_manager
     from .discovery import ServerDiscovery
-    from .management import MCPManagement, discover_tools
+    from .management import MCPToolset, discover_tools
     from .poller import ConnectionPoller
     from .server import BackgroundHTTPServer, create_server, serve
     from .server_config import DEFAULT_TIMEOUT, VALID_TRANSPORT_TYPES, ServerConfig
@@ -34,7 +34,7 @@ _EXPORTS: dict[str, str] = {
     "ConnectionPoller": "poller",
     "DEFAULT_TIMEOUT": "server_config",
     "MCPClient": "client",
-    "MCPManagement": "management",
+    "MCPToolset": "management",
     "ServerConfig": "server_config",
     "ServerDiscovery": "discovery",
     "VALID_TRANSPORT_TYPES": "server_config",
@@ -53,7 +53,7 @@ __all__ = [
     "ConnectionManager",
     "ConnectionPoller",
     "MCPClient",
-    "MCPManagement",
+    "MCPToolset",
     "ServerConfig",
     "ServerDiscovery",
     "content_text",

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import text_analysis
+from .. import _ruby
 from ..errors import DependencyError
+from ..text import analysis as text_analysis
 
 __all__ = ["ServerDiscovery"]
 
@@ -38,7 +39,7 @@ class ServerDiscovery:
         no server reaches the threshold.
         """
         servers = list(from_)
-        if not servers or not text_analysis.ruby_strip("" if query is None else str(query)):
+        if not servers or not _ruby.strip("" if query is None else str(query)):
             return servers
         if not ServerDiscovery.has_descriptions(servers):
             return servers
@@ -59,7 +60,7 @@ class ServerDiscovery:
         """``"<name> <description>"``, stripped: the name takes part in the match."""
         name = server.get("name") if isinstance(server, Mapping) else getattr(server, "name", None)
         name_text = "" if name is None else str(name)
-        return text_analysis.ruby_strip(f"{name_text} {ServerDiscovery.description_for(server)}")
+        return _ruby.strip(f"{name_text} {ServerDiscovery.description_for(server)}")
 
     @staticmethod
     def description_for(server: Any) -> str:
@@ -67,7 +68,7 @@ class ServerDiscovery:
         description = (
             server.get("description") if isinstance(server, Mapping) else getattr(server, "description", None)
         )
-        return "" if description is None else text_analysis.ruby_strip(str(description))
+        return "" if description is None else _ruby.strip(str(description))
 
     @staticmethod
     def score(query: Any, server: Any) -> float:

@@ -14,8 +14,8 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, overload
 
-from ..document_store import DocumentStore
 from ..messages import Message, _dumps
+from ..text.document_store import DocumentStore
 from .backends import BackendKind, HashBackend, create_backend
 from .changes import MemoryChange
 from .reserved import RESERVED_KEYS, ReservedKeys

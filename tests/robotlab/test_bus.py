@@ -229,7 +229,7 @@ def test_bus_poller_basics() -> None:
 
 async def test_bus_poller_serialises_deliveries_per_robot(bus: MessageBus) -> None:
     bob = robot("bob", bus)
-    poller = bob.bus_poller
+    poller = bob.mailbox.poller
     assert poller is not None
     release = asyncio.Event()
     started = asyncio.Event()
@@ -255,7 +255,7 @@ async def test_bus_poller_serialises_deliveries_per_robot(bus: MessageBus) -> No
 
 def test_a_handler_publishing_to_its_own_robot_is_queued_not_reentered(bus: MessageBus) -> None:
     bob = robot("bob", bus)
-    poller = bob.bus_poller
+    poller = bob.mailbox.poller
     assert poller is not None
     depth = 0
     seen: list[tuple[Any, int, int]] = []
@@ -301,7 +301,7 @@ async def test_robots_sharing_a_name_and_a_poller_do_not_wait_for_each_other(bus
 
 async def test_a_full_queue_nacks_the_delivery(bus: MessageBus, caplog: pytest.LogCaptureFixture) -> None:
     bob = robot("bob", bus)
-    poller = bob.bus_poller
+    poller = bob.mailbox.poller
     assert poller is not None
     poller.QUEUE_CAPACITY = 1  # type: ignore[misc]
     release = asyncio.Event()
@@ -340,7 +340,7 @@ def test_a_handler_error_is_contained_and_frees_the_robot(
     with caplog.at_level(logging.WARNING, logger="robotlab"):
         alice.send_message(to="bob", content="bad")  # does not raise to the sender
     assert warnings(caplog) == ["BusPoller: delivery error: Error handling bus message on robot 'bob': boom"]
-    assert bob.bus_poller is not None and not bob.bus_poller.is_busy(bob)
+    assert bob.mailbox.poller is not None and not bob.mailbox.poller.is_busy(bob)
     alice.send_message(to="bob", content="good")
     assert handled == ["good"]
 
@@ -398,7 +398,10 @@ def test_sending_without_a_bus_raises() -> None:
         loner.send_message(to="bob", content="hi")
     with pytest.raises(BusError, match="^No bus configured on robot 'loner'$"):
         loner.send_reply(to="bob", content="hi", in_reply_to="bob:1")
-    assert loner.outbox == {} and loner.bus is None and loner.bus_poller is None
+    assert loner.outbox == {} and loner.bus is None and loner.mailbox.poller is None
+    with pytest.raises(BusError) as info:
+        loner.send_message(to="bob", content="hi")
+    assert info.value.robot_name == "loner"
 
 
 def test_send_message_records_the_outbox_with_a_per_robot_counter(bus: MessageBus) -> None:
@@ -497,8 +500,8 @@ def test_a_one_argument_handler_is_acked_before_it_runs(bus: MessageBus) -> None
         observed.append(delivery.status)
 
     assert bob.on_message(handle) is handle  # usable as a decorator
-    assert bob.bus_poller is not None
-    asyncio.run(bob.bus_poller.enqueue(robot=bob, delivery=delivery))
+    assert bob.mailbox.poller is not None
+    asyncio.run(bob.mailbox.poller.enqueue(robot=bob, delivery=delivery))
     assert observed == ["acked"]
     [published] = bus.publish("bob", RobotMessage.build(id=2, sender="t", content="y"))
     assert published.is_acked
@@ -675,7 +678,7 @@ def test_serve_works_when_the_bus_delivers_on_the_robotlab_loop(bus: MessageBus)
     from robotlab.testing.fake import text, tool_call
 
     alice.with_tool(ask_bob)
-    alice._llm = FakeLLM([tool_call("ask_bob", question="6 * 7?"), text("Bob said 42.")])
+    alice.llm = FakeLLM([tool_call("ask_bob", question="6 * 7?"), text("Bob said 42.")])
     assert alice.run("Ask bob").reply == "Bob said 42."
     assert alice.messages[-2]["content"] == "Bob says 42"
 
@@ -694,7 +697,7 @@ def test_serving_robots_do_not_ping_pong(bus: MessageBus) -> None:
 def test_build_with_bus_joins_its_channel_with_a_private_poller(bus: MessageBus) -> None:
     bob = robot("bob", bus)
     assert bob.bus is bus and bus.subscriber_count("bob") == 1
-    assert isinstance(bob.bus_poller, BusPoller) and bob.bus_poller_group == "default"
+    assert isinstance(bob.mailbox.poller, BusPoller) and bob.mailbox.poller_group == "default"
     assert bob.to_dict()["bus"] is True
     expected = "^Robot 'bad': bus= takes a robotlab.bus.MessageBus, got 'nope'$"
     with pytest.raises(ConfigurationError, match=expected):
@@ -713,7 +716,7 @@ def test_a_template_robot_name_is_the_channel(
 
 def test_with_bus_is_a_no_op_for_the_same_bus_and_switches_buses(bus: MessageBus) -> None:
     bob = robot("bob", bus)
-    poller = bob.bus_poller
+    poller = bob.mailbox.poller
     message = RobotMessage.build(id=1, sender="t", content="x")
     [before] = bus.publish("bob", message)
     assert bob.with_bus(bus) is bob and bus.subscriber_count("bob") == 1
@@ -722,7 +725,7 @@ def test_with_bus_is_a_no_op_for_the_same_bus_and_switches_buses(bus: MessageBus
     other = MessageBus()
     bob.with_bus(other)
     assert bob.bus is other and bus.subscriber_count("bob") == 0 and other.subscriber_count("bob") == 1
-    assert bob.bus_poller is poller
+    assert bob.mailbox.poller is poller
     bob.with_bus()  # rejoins its current bus
     assert bob.bus is other and other.subscriber_count("bob") == 1
 
@@ -737,20 +740,20 @@ def test_leave_bus_stops_delivery(bus: MessageBus) -> None:
     alice, bob = robot("alice", bus), robot("bob", bus)
     got: list[Any] = []
     bob.on_message(lambda message: got.append(message.content))
-    assert bob.leave_bus() is bob
+    assert bob.mailbox.leave() is bob.mailbox
     assert bob.bus is None and bus.subscriber_count("bob") == 0
     alice.send_message(to="bob", content="anyone?")  # the channel stays; nobody listens
     assert got == []
     with pytest.raises(BusError, match="^No bus configured on robot 'bob'$"):
         bob.send_message(to="alice", content="x")
-    bob.leave_bus()  # twice is fine
+    bob.mailbox.leave()  # twice is fine
 
 
 def test_assign_bus_poller_routes_deliveries_through_the_shared_poller(bus: MessageBus) -> None:
     shared = BusPoller()
     bob = robot("bob", bus)
     bob.assign_bus_poller(shared, group="slow")
-    assert bob.bus_poller is shared and bob.bus_poller_group == "slow"
+    assert bob.mailbox.poller is shared and bob.mailbox.poller_group == "slow"
     assert shared.groups == ["default", "slow"]
     busy: list[bool] = []
     bob.on_message(lambda message: busy.append(shared.is_busy(bob)))

@@ -8,6 +8,7 @@ import pytest
 
 import robotlab
 from robotlab import hooks
+from robotlab._run import context_window
 from robotlab.hooks import (
     CompactionHookContext,
     DotState,
@@ -689,7 +690,7 @@ def test_context_window_comes_from_litellm_and_defaults_when_unknown(monkeypatch
     compact = {"auto_compact": "context_window"}
     tiny = robotlab.build(llm=FakeLLM(["a1", "a2"]), model="openai/tiny", config=compact)
     tiny.on(CompactionSpy)
-    assert tiny._context_window() == 20
+    assert context_window(tiny.model) == 20
     tiny.run(long_question)
     tiny.run("again")
     assert calls == ["before:context_window:2", "after:2"]  # 40 estimated tokens >= 0.8 * 20
@@ -697,7 +698,7 @@ def test_context_window_comes_from_litellm_and_defaults_when_unknown(monkeypatch
     calls.clear()
     unknown = robotlab.build(llm=FakeLLM(["a1", "a2"]), model="openai/other", config=compact)
     unknown.on(CompactionSpy)
-    assert unknown._context_window() == 200_000
+    assert context_window(unknown.model) == 200_000
     unknown.run(long_question)
     unknown.run("again")
     assert calls == []

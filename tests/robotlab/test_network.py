@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from robotlab import hooks
-from robotlab.ask import QueueChannel
 from robotlab.errors import ConfigurationError, InferenceError
 from robotlab.llm import LLM, LLMClient, LLMRequest, LLMResponse
 from robotlab.memory import Memory
@@ -23,6 +22,7 @@ from robotlab.task import FlowResult, Task
 from robotlab.testing.fake import FakeLLM, FunctionLLM, raise_, tool_call
 from robotlab.testing.server import FakeLLMServer, call, reply
 from robotlab.tools import AskUser, Tool
+from robotlab.tools.ask import QueueChannel
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -363,7 +363,7 @@ def test_poller_groups_are_registered_and_robots_share_the_network_poller() -> N
     network = create_network(name="n").task("fast", build(name="fast", llm=FakeLLM()))
     network.task("slow", slow, poller_group="slow")
     assert network.bus_poller.groups == ["default", "slow"]
-    assert slow.bus_poller is network.bus_poller and slow.bus_poller_group == "slow"
+    assert slow.mailbox.poller is network.bus_poller and slow.mailbox.poller_group == "slow"
 
 
 def test_parallel_groups_can_be_depended_on() -> None:

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import robotlab
 
@@ -58,3 +61,50 @@ def test_building_a_robot_does_not_import_litellm() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def _type_checking_imports() -> dict[str, str]:
+    """The ``if TYPE_CHECKING:`` imports of ``robotlab/__init__.py`` as ``{name: module}``."""
+    tree = ast.parse(Path(robotlab.__file__).read_text(encoding="utf-8"))
+    blocks = [node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"]
+    assert len(blocks) == 1
+    found: dict[str, str] = {}
+    for node in blocks[0].body:
+        assert isinstance(node, ast.ImportFrom) and node.level == 1 and node.module, ast.unparse(node)
+        for alias in node.names:
+            assert alias.asname is None, ast.unparse(node)
+            found[alias.name] = node.module
+    return found
+
+
+def _type_checking_block(exports: dict[str, str]) -> str:
+    by_module: dict[str, list[str]] = {}
+    for name, module in exports.items():
+        by_module.setdefault(module, []).append(name)
+    lines = [f"    from .{module} import {', '.join(sorted(names))}" for module, names in sorted(by_module.items())]
+    return "\n".join(lines)
+
+
+def test_the_type_checking_imports_say_what_the_export_table_says() -> None:
+    # One table (_EXPORTS) drives __all__ and the lazy loading; the TYPE_CHECKING block must agree with it.
+    assert _type_checking_imports() == robotlab._EXPORTS, (
+        "robotlab/__init__.py: make the TYPE_CHECKING block match _EXPORTS:\n" + _type_checking_block(robotlab._EXPORTS)
+    )
+    assert robotlab.__all__ == sorted(robotlab._EXPORTS)
+
+
+def test_every_exported_name_is_defined_in_the_module_the_table_names() -> None:
+    for name, module in robotlab._EXPORTS.items():
+        assert name in vars(importlib.import_module(f"robotlab.{module}")), (name, module)
+
+
+def test_documented_module_paths_are_the_modules_themselves() -> None:
+    import robotlab.text.analysis
+    import robotlab.text_analysis
+    import robotlab.tool_config
+    import robotlab.tools.resolution
+
+    assert robotlab.tool_config is robotlab.tools.resolution
+    assert robotlab.text_analysis is robotlab.text.analysis
+    assert robotlab.tool_config.resolve("inherit", parent_value=["a"]) == ["a"]
+    assert robotlab.text_analysis.ruby_strip("\x00 x \n") == "x"

@@ -11,9 +11,11 @@ from robotlab.config import configure, reload_config
 from robotlab.errors import BudgetExceeded, ConfigurationError, InferenceError, ToolLoopError
 from robotlab.llm import LLMClient
 from robotlab.robot import DEFAULT_MAX_TOOLS, Robot, build
+from robotlab.robot_config import RobotOptions
 from robotlab.streaming import Chunk
 from robotlab.testing.fake import FakeLLM, raise_, text, tool_call, tool_calls
 from robotlab.tools import Tool, tool
+from robotlab.tools.manifest import tool_registry
 
 
 @pytest.fixture(autouse=True)
@@ -105,6 +107,16 @@ def test_history_persists_across_runs_and_can_be_cleared_or_replaced() -> None:
     assert robot.instructions is None
     with pytest.raises(ConfigurationError, match="invalid role 'robot'"):
         robot.replace_messages([{"role": "robot", "content": "x"}])
+
+
+def test_options_may_come_as_one_robot_options_object_that_keywords_override() -> None:
+    options = RobotOptions(name="clerk", system_prompt="Be brief.", temperature=0.2, llm=FakeLLM(["ok"]))
+    robot = Robot(options, temperature=0.7)
+    assert (robot.name, robot.instructions, robot.config.temperature) == ("clerk", "Be brief.", 0.7)
+    assert options.temperature == 0.2  # the object given is not changed
+    assert robot.run("hi").reply == "ok"
+    with pytest.raises(ConfigurationError, match=r"Unknown robot option\(s\): colour\. Valid options: "):
+        Robot(options, colour="red")
 
 
 def test_unknown_build_option_is_a_configuration_error() -> None:
@@ -208,6 +220,14 @@ def test_max_tool_rounds_counts_tool_calls_and_keeps_history_valid() -> None:
     assert calls == answered
 
 
+def test_the_circuit_breaker_error_carries_its_context() -> None:
+    robot = build(name="looper", model="fake/m", llm=FakeLLM([tool_calls("get_time", "get_time")]),
+                  local_tools=[get_time], max_tool_rounds=1)
+    with pytest.raises(ToolLoopError) as info:
+        robot.run("loop")
+    assert (info.value.robot_name, info.value.limit, info.value.usage, info.value.model) == ("looper", 1, 2, "fake/m")
+
+
 def test_doom_loop_warning_is_appended_and_never_raises() -> None:
     llm = FakeLLM([tool_call("get_time"), tool_call("get_time"), tool_call("get_time"), text("done")])
     robot = build(llm=llm, local_tools=[get_time])
@@ -233,6 +253,34 @@ def test_token_budget_stops_the_run_that_overspends() -> None:
     assert robot.budget_ledger.consumed["tokens"] == 140
     with pytest.raises(BudgetExceeded, match="budget exceeded for tokens"):
         robot.run("again")
+
+
+def test_a_budget_stop_is_budget_exceeded_with_its_context() -> None:
+    robot = build(name="frugal", llm=FakeLLM([text("a", usage=(70, 50))]), token_budget=100)
+    with pytest.raises(BudgetExceeded, match=r"^Token budget exceeded: 120 tokens used, budget is 100$") as info:
+        robot.run("x")
+    assert (info.value.robot_name, info.value.dimension, info.value.limit, info.value.usage) == ("frugal", "tokens",
+                                                                                                 100, 120)
+    assert isinstance(info.value, InferenceError)  # what callers caught before
+    costly = build(name="costly", llm=FakeLLM([text("a", cost=0.02)]), cost_budget=0.01)
+    with pytest.raises(BudgetExceeded, match=r"^Cost budget exceeded") as info:
+        costly.run("x")
+    assert (info.value.robot_name, info.value.dimension, info.value.limit, info.value.usage) == ("costly", "cost",
+                                                                                                 0.01, 0.02)
+    with pytest.raises(BudgetExceeded, match="^budget exceeded for cost: ") as info:
+        costly.run("again")  # the ledger refuses the reservation
+    assert (info.value.robot_name, info.value.dimension, info.value.limit) == ("costly", "cost", 0.01)
+
+
+def test_building_a_robot_leaves_the_global_tool_registry_alone() -> None:
+    saved = tool_registry.values
+    tool_registry.clear()
+    try:
+        robot = build(llm=FakeLLM([tool_call("get_time"), text("noon")]), local_tools=[get_time])
+        assert tool_registry.names == []
+        assert robot.run("time?").tool_calls[0].tool.name == "get_time"  # looked up among its own tools
+    finally:
+        tool_registry.replace(saved)
 
 
 def test_token_budget_exactly_at_limit_passes() -> None:

@@ -165,7 +165,7 @@ def test_auto_compact_without_the_stemmer_logs_and_the_run_goes_on(
     def missing() -> None:
         raise DependencyError("the stemmer is missing")
 
-    monkeypatch.setattr("robotlab.history.text_analysis.require_classifier", missing)
+    monkeypatch.setattr("robotlab.text.compression.text_analysis.require_classifier", missing)
     llm = FakeLLM(["a1", "a2"])
     robot = robotlab.build(name="bot", llm=llm, config={"auto_compact": "context_window", "compact_threshold": 0.0})
     robot.replace_messages(python_turns(4))

@@ -74,7 +74,7 @@ ROBOTLAB = {
     # and register their fan-out network (tests/robotlab_django/fanout.py) by dotted path
     "NETWORKS": json.loads(os.environ.get("ROBOTLAB_TEST_NETWORKS", "{}")),
     "NETWORK_MEMORY_URL": os.environ.get("ROBOTLAB_TEST_MEMORY_URL") or None,
-    "LLM": os.environ.get("ROBOTLAB_TEST_LLM", "robotlab.demo.DemoLLM"),  # benchmarks/streaming.py paces it
+    "LLM": os.environ.get("ROBOTLAB_TEST_LLM", "robotlab.testing.DemoLLM"),  # benchmarks/streaming.py paces it
     # the hung-Redis fault test gives up on a send sooner than the 5 s default
     "STREAM_PUBLISH_TIMEOUT": float(os.environ.get("ROBOTLAB_TEST_PUBLISH_TIMEOUT", "5")),
 }

@@ -88,7 +88,7 @@ def test_w002_no_llm_configured(settings: Any, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(robotlab.config, "get_config", lambda: _FakeConfig(None))
     messages = checks.check_llm_available()
     assert _ids(messages) == ["robotlab.W002"]
-    assert "robotlab.demo.DemoLLM" in messages[0].hint
+    assert "robotlab.testing.DemoLLM" in messages[0].hint
     monkeypatch.setattr(robotlab.config, "get_config", lambda: _FakeConfig("openai/gpt-4o-mini"))
     assert checks.check_llm_available() == []
     settings.ROBOTLAB = {"DEFAULT_MODEL": "ollama/llama3"}
@@ -103,6 +103,6 @@ def test_manage_py_check_reports_an_invalid_setting(settings: Any) -> None:
 
 
 def test_manage_py_check_passes_with_warnings_only(settings: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    settings.ROBOTLAB = {"LLM": "robotlab.demo.DemoLLM", "TYPO_SETTING": 1}
+    settings.ROBOTLAB = {"LLM": "robotlab.testing.DemoLLM", "TYPO_SETTING": 1}
     call_command("check")
     assert "robotlab.W001" in capsys.readouterr().err

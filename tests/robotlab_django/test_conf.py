@@ -39,7 +39,7 @@ def test_missing_or_invalid_robotlab_setting_reads_as_defaults(settings: Any) ->
 def test_resolved_models_and_llm_factory(settings: Any) -> None:
     assert (app_settings.thread_model(), app_settings.result_model(), app_settings.event_model()) == (
         Thread, RobotResult, RunEvent)
-    from robotlab.demo import DemoLLM
+    from robotlab.testing import DemoLLM
 
     assert app_settings.llm_factory() is DemoLLM
     marker = object()

@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import connections
 from django.test import Client
 
@@ -36,8 +37,9 @@ async def close_connections() -> AsyncIterator[None]:
     await sync_to_async(connections.close_all)()
 
 
-def _login(name: str, *, staff: bool = False) -> tuple[Any, str]:
+def _login(name: str, *, staff: bool = False, perms: tuple[str, ...] = ()) -> tuple[Any, str]:
     user = get_user_model().objects.create_user(name, password="pw", is_staff=staff)
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="robotlab", codename__in=perms))
     client = Client()
     client.force_login(user)
     return user, client.cookies["sessionid"].value
@@ -103,7 +105,7 @@ async def test_another_user_anonymous_or_missing_thread_is_refused_with_4403(clo
 
 async def test_staff_may_watch_but_not_post(close_connections: None) -> None:
     _user, _session, thread = await _owned_thread()
-    _staff, staff_session = await sync_to_async(_login)("root", staff=True)
+    _staff, staff_session = await sync_to_async(_login)("root", staff=True, perms=("view_thread",))
     socket = await _socket(thread.pk, staff_session)
     assert (await socket.connect())[0] is True
     await socket.send_json_to({"type": "message", "text": "hello"})

@@ -19,15 +19,16 @@ ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"conf", "encoders", "naming", "sync_bridge"}),
     ("models and registry", {"abstract_models", "models", "registry", "checks", "scaffolding"}),
-    ("storage", {"access", "broadcast", "chat_history", "checkpoints", "records", "retention", "transcript",
-                 "turn_graph", "usage"}),
+    ("storage", {"access", "broadcast", "chat_history", "checkpoints", "erasure", "records", "retention",
+                 "revocation", "transcript", "turn_graph", "usage", "user_errors"}),
     ("event stream", {"event_stream", "networks"}),
     ("units of work", {"claims", "runnables", "network_turns"}),
     ("execution", {"runner"}),
     ("celery", {"tasks"}),
     ("dispatch", {"executor"}),
     ("services", {"jobs", "services"}),
-    ("entry points", {"", "admin", "apps", "asgi", "consumers", "management", "routing", "urls", "views"}),
+    ("entry points", {"", "admin", "apps", "asgi", "consumers", "erasure_admin", "management", "routing", "urls",
+                      "views"}),
 ]
 
 #: Imports that the layers would allow but the design does not: (importer, imported, why).

@@ -99,7 +99,7 @@ def test_fresh_project_install_scaffold_migrate_test_and_admin(tmp_path: Path) -
 
 def test_fresh_project_with_its_own_models(tmp_path: Path) -> None:
     project = _new_project(tmp_path)
-    _add_settings(project, 'INSTALLED_APPS += ["robotlab_django"]\nROBOTLAB = {"LLM": "robotlab.demo.DemoLLM"}\n')
+    _add_settings(project, 'INSTALLED_APPS += ["robotlab_django"]\nROBOTLAB = {"LLM": "robotlab.testing.DemoLLM"}\n')
     out = _manage(project, "robotlab_install", "--app", "chat", "--models")
     assert '"THREAD_MODEL": "chat.Thread"' in out
     _add_settings(project, """

@@ -90,7 +90,7 @@ class Command(BaseCommand):
             lines.append(f"    INSTALLED_APPS += {missing!r}")
         lines += ["    ROBOTLAB = {",
                   '        "DEFAULT_MODEL": "openai/gpt-4o-mini",  # any litellm model; keys stay in the environment',
-                  '        # "LLM": "robotlab.demo.DemoLLM",  # or: an offline demo model, no key needed']
+                  '        # "LLM": "robotlab.testing.DemoLLM",  # or: an offline demo model, no key needed']
         if options["models"]:
             lines += [f'        "THREAD_MODEL": "{app.label}.Thread",',
                       f'        "RESULT_MODEL": "{app.label}.RobotResult",',

@@ -119,8 +119,8 @@ def test_bad_servers_are_skipped_and_the_robot_keeps_working(
         assert robot.run("add").reply == "3"
         assert tool_reply(llm)["content"] == "3"
         assert sorted(robot.failed_mcp_server_names) == ["invalid", "missing", "quitter", "silent"]
-        errors = {name: str(error) for name, error in robot.mcp_errors.items()}
-        assert all(isinstance(e, MCPError) for e in robot.mcp_errors.values())
+        errors = {name: str(error) for name, error in robot.mcp.errors.items()}
+        assert all(isinstance(e, MCPError) for e in robot.mcp.errors.values())
         assert errors["missing"].startswith("MCP server command not found: /nonexistent/mcp-missing (")
         assert errors["quitter"] == f"MCP server process exited immediately (command: {python})"
         assert errors["silent"] == f"MCP server '{python}' did not respond within 1s"

@@ -659,3 +659,49 @@ def test_server_process_reports_a_port_already_in_use() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(RuntimeError, match="failed to start: OSError"):
             FakeLLMServerProcess(port=port).start()
+
+
+# ------------------------------------------------------------------------------------- lifecycle
+
+
+def test_close_connections_drops_idle_keep_alive_ones(server: FakeLLMServer) -> None:
+    server.default = reply("ok")
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": []}))
+    assert conn.getresponse().read()
+    assert conn.sock is not None  # kept alive
+
+    server.close_connections()
+
+    assert conn.sock.recv(1) == b""  # the idle keep-alive connection was dropped
+    conn.close()
+    assert raw(server, "GET", "/v1/models")[0] == 200  # still listening
+    assert server.connection_count == 2
+
+
+def test_a_scripted_cut_logs_no_server_error(server: FakeLLMServer, caplog: pytest.LogCaptureFixture) -> None:
+    server.script(cut_stream(2, reply("one two three")), cut_stream(0, reply("never")))
+
+    with pytest.raises(MidStreamFallbackError):
+        list(litellm.completion(**ask(server, stream=True, max_retries=0)))
+    with pytest.raises(litellm.InternalServerError):
+        litellm.completion(**ask(server, max_retries=0))
+
+    assert [r for r in caplog.records if r.levelno >= 40] == []
+
+
+def test_stop_is_prompt_with_a_stream_in_flight() -> None:
+    fake = FakeLLMServer(tokens(100, tokens_per_second=10)).start()  # ten seconds of stream
+    conn = http.client.HTTPConnection("127.0.0.1", fake.port, timeout=5)
+    conn.request("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": [], "stream": True}))
+    response = conn.getresponse()
+    assert response.read1(65536).startswith(b"data: ")
+
+    started = time.perf_counter()
+    fake.stop()
+    stopped = time.perf_counter() - started
+
+    assert stopped < 2.0  # uvicorn's own stop polls every 0.1 s and waits for the stream to end
+    with pytest.raises(http.client.IncompleteRead):
+        response.read()  # the stream was dropped, not finished
+    conn.close()

@@ -1,0 +1,306 @@
+"""A robot's persona: its instructions (template, template skills, AgentSkills, system prompt) and learnings.
+
+Every robot has one (``robot.persona``). It renders the instructions into the robot's conversation:
+the template skills' bodies (depth first, nested skills first), then the template's body, then the
+``system_prompt``. A template whose parameters are missing at build is rendered at the first run, with
+that run's parameters. AgentSkills (``skills=`` ids found in the
+:class:`~robotlab.agent_skill.AgentSkillCatalog`) are matched to each run's message and prepended for
+that run only, their script tools added to the robot's tools. What the robot has learned
+(:class:`Learnings`, ``robot.learn``) is prepended to the message of its later runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from . import hooks
+from ._ruby import strip as ruby_strip
+from ._runtime import run_sync
+from .config import get_config
+from .errors import ConfigurationError
+from .run_config import RunConfig
+from .templates import Template
+
+if TYPE_CHECKING:
+    from .agent_skill import AgentSkill, AgentSkillCatalog
+    from .conversation import Conversation
+    from .tools import Tool
+
+__all__ = ["LEARNINGS_HEADER", "FrontMatter", "Learnings", "Persona"]
+
+logger = logging.getLogger("robotlab")
+
+#: The first line of the learnings prepended to a run's message.
+LEARNINGS_HEADER = "LEARNINGS FROM PREVIOUS RUNS:"
+
+
+class _Named(Protocol):
+    name: str
+
+
+def skill_ids(metadata: Mapping[str, Any]) -> list[str]:
+    """The ``skills`` of a template's front matter, as a list of ids."""
+    value = metadata.get("skills")
+    return [str(value)] if isinstance(value, str) else [str(s) for s in value or []]
+
+
+@dataclass
+class FrontMatter:
+    """What the templates' front matter says about the robot: settings and extras (name, description)."""
+
+    config: RunConfig = field(default_factory=RunConfig)
+    robot_name: str | None = None
+    description: str | None = None
+
+
+class Persona:
+    """Template, skills and system prompt of one robot, rendered into its conversation's instructions.
+
+    Args:
+        owner: The robot (its ``name`` labels warnings).
+        conversation: Where the rendered instructions go.
+        template: A template id.
+        system_prompt: Instructions appended after the template's.
+        context: Template parameters (a dict, or a callable returning one).
+        skills: Skill ids (AgentSkills and template skills).
+    """
+
+    def __init__(
+        self,
+        owner: _Named,
+        conversation: Conversation,
+        *,
+        template: str | None = None,
+        system_prompt: str | None = None,
+        context: Mapping[str, Any] | Callable[..., Mapping[str, Any]] | None = None,
+        skills: Sequence[str] | str | None = None,
+    ) -> None:
+        self._owner = owner
+        self._conversation = conversation
+        self.template = template
+        self.system_prompt = system_prompt
+        self.context = context
+        self.skills = [str(s) for s in ([skills] if isinstance(skills, str) else list(skills or []))]
+        self.agent_skills: list[AgentSkill] = []  # pending AgentSkills, matched to each run's message
+        self._catalog: AgentSkillCatalog | None = None
+        self._skill_templates: list[Template] | None = None  # template skills, expanded depth first
+        self._template: Template | None = None
+        self._pending = False
+        self._skill_runs = 0  # runs in progress with AgentSkills injected, and the instructions before them
+        self._skill_base: str | None = None
+
+    def check_run_parameters(self, names: Sequence[str]) -> None:
+        """Raise unless a template or template skill can take a run's parameters ``names``.
+
+        Raises:
+            ConfigurationError: ``"Unknown run option(s): ..."`` for a robot without templates.
+        """
+        if not self.template and not self._skill_templates:
+            raise ConfigurationError(
+                f"Unknown run option(s): {', '.join(sorted(names))}. Keyword arguments of run() are "
+                f"template parameters, and robot '{self._owner.name}' has no template."
+            )
+
+    @property
+    def needs_render(self) -> bool:
+        """Whether the template still waits for its parameters (rendered at the next run)."""
+        return bool(self.template and self._template is not None
+                    and (self._conversation.instructions is None or self._pending))
+
+    def template_context(self) -> dict[str, Any]:
+        """The build-time template parameters (a callable ``context`` is called)."""
+        context = self.context
+        if callable(context):
+            context = context()
+        return dict(context or {})
+
+    def update_context(self, context: Mapping[str, Any]) -> None:
+        """Merge ``context`` into the build-time template parameters."""
+        self.context = {**self.template_context(), **context}
+
+    def switch_template(self, template: str) -> None:
+        """Use template ``template`` from the next :meth:`render` on (its front matter is read again)."""
+        self.template = template
+        self._template = None
+
+    def render(self, run_context: Mapping[str, Any] | None = None) -> FrontMatter | None:
+        """Render the instructions into the conversation; returns the front matter when templates were (re)loaded.
+
+        ``run_context`` (a run's parameters) renders the template even with parameters missing.
+        """
+        parts: list[str] = []
+        front: FrontMatter | None = None
+        if self.template and self._template is None:
+            self._template = Template.load(self.template, get_config().template_path)
+            self.skills += [s for s in skill_ids(self._template.metadata) if s not in self.skills]
+            self._skill_templates = None
+        if self._skill_templates is None:
+            self._expand_skills()
+            front = self._front_matter([*(self._skill_templates or []), *([self._template] if self.template
+                                                                          and self._template else [])])
+        values = {**self.template_context(), **(run_context or {})}
+        for skill in self._skill_templates or []:  # a skill missing parameters is left out, like RobotLab's
+            if not skill.missing({**{k: v for k, v in skill.parameters.items() if v is not None}, **values}):
+                parts.append(skill.render(values))
+        self._pending = False
+        if self.template and self._template is not None:
+            if run_context is not None or not self._template.missing(
+                {**{k: v for k, v in self._template.parameters.items() if v is not None}, **values}
+            ):
+                parts.append(self._template.render(values))
+            else:
+                self._pending = True
+        if self.system_prompt:
+            parts.append(self.system_prompt)
+        self._conversation.instructions = "\n\n".join(parts) if parts else None
+        return front
+
+    def _expand_skills(self) -> None:
+        """Split :attr:`skills` into AgentSkills (found in the catalog) and template skills, depth first."""
+        self.agent_skills, self._skill_templates = [], []
+        if not self.skills:
+            return
+        from .agent_skill import AgentSkillCatalog
+
+        catalog = self._catalog = AgentSkillCatalog.instance()
+        template_path = get_config().template_path
+        visited = {str(self.template)} if self.template else set()
+        templates: list[Template] = []
+
+        def expand(ids: list[str]) -> None:
+            for skill_id in ids:
+                if skill_id in visited:
+                    logger.warning("Robot '%s': skill cycle detected at '%s', skipping", self._owner.name, skill_id)
+                    continue
+                visited.add(skill_id)
+                agent_skill = catalog.find(skill_id)
+                if agent_skill is not None:
+                    self.agent_skills.append(agent_skill)
+                    continue
+                template = Template.load(skill_id, template_path)
+                expand(skill_ids(template.metadata))  # nested skills first
+                templates.append(template)
+
+        expand(list(self.skills))
+        self._skill_templates = templates
+
+    @staticmethod
+    def _front_matter(templates: Sequence[Template]) -> FrontMatter:
+        """Skill templates' then the template's front matter, the last one winning."""
+        front = FrontMatter()
+        for template in templates:
+            front.config = front.config.merge(RunConfig.from_front_matter(template.metadata))
+            front.robot_name = str(template.metadata.get("robot_name") or "") or front.robot_name
+            front.description = str(template.metadata.get("description") or "") or front.description
+        return front
+
+    # -- AgentSkills -----------------------------------------------------------------------
+    async def inject_agent_skills(self, message: Any, tools: list[Tool]) -> list[Tool] | None:
+        """Match the pending AgentSkills to ``message``; prepend the matches' instructions and add their
+        script tools to ``tools``. Returns the tools added (for :meth:`restore_agent_skills`), ``None`` when
+        nothing matched.
+
+        Overlapping runs of one robot all restore the instructions from before the first of them.
+        """
+        if not self.agent_skills or self._catalog is None:
+            return None
+        try:
+            matched = await asyncio.to_thread(
+                self._catalog.match, "" if message is None else str(message), self.agent_skills
+            )
+        except Exception as exc:
+            logger.warning("Robot '%s': AgentSkill embedding failed: %s", self._owner.name, exc)
+            return None
+        if not matched:
+            return None
+        conversation = self._conversation
+        if self._skill_runs == 0:
+            self._skill_base = conversation.instructions
+        self._skill_runs += 1
+        skill_text = "\n\n".join(skill.instructions for skill in matched)
+        conversation.instructions = "\n\n".join(part for part in (skill_text, self._skill_base or "") if part) or None
+        added: list[Tool] = [tool for skill in matched for tool in skill.script_tools]
+        tools.extend(added)
+        return added
+
+    def restore_agent_skills(self, added: list[Tool] | None, tools: list[Tool]) -> None:
+        """Undo :meth:`inject_agent_skills`: take ``added`` out of ``tools``, restore the instructions."""
+        if added is None:
+            return
+        for tool in added:  # one occurrence each: an overlapping run may have added the same tool
+            index = next((i for i, t in enumerate(tools) if t is tool), None)
+            if index is not None:
+                del tools[index]
+        self._skill_runs -= 1
+        if self._skill_runs == 0:
+            self._conversation.instructions = self._skill_base
+
+
+class _Learner(Protocol):
+    """The robot: hook contexts name it, its ``hooks`` are consulted, its ``memory`` keeps the list."""
+
+    name: str
+    hooks: hooks.HookRegistry
+
+    @property
+    def memory(self) -> Any:
+        """The robot's own memory."""
+
+
+class Learnings:
+    """A robot's learnings, oldest first.
+
+    Args:
+        owner: The robot that learns.
+    """
+
+    def __init__(self, owner: _Learner) -> None:
+        self._owner = owner
+        self._items: list[str] = []
+
+    @property
+    def items(self) -> list[str]:
+        """What the robot has learned, oldest first (a copy)."""
+        return list(self._items)
+
+    def learn(self, text: Any) -> None:
+        """Blocking :meth:`alearn`."""
+        run_sync(self.alearn(text))
+
+    async def alearn(self, text: Any) -> None:
+        """Remember ``text``: later runs get it prepended to their message.
+
+        Blank text (or ``None``) is ignored (no hooks fire). Learnings that ``text`` contains are
+        replaced by it; text that a learning already contains (or equals) is not stored again. Runs
+        inside the ``learn`` hook family; its ``on_learn`` hook fires whether or not the text was
+        stored (``ctx.stored``). The list is also kept in the robot's memory under ``"learnings"``.
+        """
+        text = ruby_strip("" if text is None else str(text))
+        if not text:
+            return
+        owner = self._owner
+        context = hooks.LearnHookContext(robot=owner, text=text, learnings_before=tuple(self._items))
+        scope = hooks.scope_for(owner.hooks)
+
+        async def store() -> None:
+            kept = [learned for learned in self._items if learned == text or learned not in text]
+            if not any(text in learned for learned in kept):
+                kept.append(text)
+                context.stored = True
+            if kept != self._items:
+                self._items = kept
+                owner.memory.set("learnings", list(kept))
+            await hooks.call("on_learn", context, **scope._asdict())
+
+        await hooks.run("learn", context, store, **scope._asdict())
+
+    def inject(self, message: str | None) -> str | None:
+        """``message`` with the learnings prepended (unchanged without learnings or message)."""
+        if not self._items or message is None:
+            return message
+        lines = "\n".join(f"- {learned}" for learned in self._items)
+        return f"{LEARNINGS_HEADER}\n{lines}\n\n{message}"

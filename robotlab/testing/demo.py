@@ -1,0 +1,126 @@
+"""DemoLLM: an offline model for demos and the example project.
+
+It needs no key and no network. It calls a tool when the request plainly asks for one
+(a tool whose name or description shares a word with the message, or ``calculate`` for
+arithmetic), then answers in words using the tool's result, streaming word by word.
+It is a stand-in that makes every part of a page work, not a language model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+from ..llm.types import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
+
+__all__ = ["DemoLLM"]
+
+_ARITHMETIC = re.compile(r"(-?\d+(?:\.\d+)?(?:\s*[-+*/]\s*-?\d+(?:\.\d+)?)+)")
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "is",
+    "it",
+    "what",
+    "whats",
+    "of",
+    "to",
+    "in",
+    "for",
+    "and",
+    "me",
+    "you",
+    "please",
+    "get",
+    "current",
+    "tool",
+    "tools",
+    "use",
+    "does",
+    "do",
+    "can",
+    "i",
+    "my",
+    "your",
+    "how",
+}
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def _content(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+class DemoLLM:
+    """The offline demo model.
+
+    Args:
+        delay: Seconds between streamed words (0 for tests; ~0.02 makes streaming visible).
+    """
+
+    def __init__(self, *, delay: float = 0.0) -> None:
+        self.delay = delay
+        self._calls = 0
+
+    def _pick_tool(self, request: LLMRequest, text: str) -> tuple[str, dict[str, Any]] | None:
+        tools = [t["function"] for t in request.tools if t.get("type") == "function"]
+        names = {t["name"] for t in tools}
+        expression = _ARITHMETIC.search(text)
+        for name in ("calculate", "calculator"):
+            if expression and name in names:
+                return name, {"expression": expression.group(1).replace(" ", "")}
+        words = _words(text)
+        for spec in tools:
+            keys = _words(spec["name"].replace("_", " ")) | _words(spec.get("description", ""))
+            if words & keys:
+                required = spec.get("parameters", {}).get("required", [])
+                arguments = dict.fromkeys(required, text)
+                return spec["name"], arguments
+        return None
+
+    def _answer(self, request: LLMRequest) -> LLMResponse:
+        messages = request.messages
+        last = messages[-1] if messages else {"role": "user", "content": ""}
+        if last.get("role") == "tool":
+            results = []
+            for message in reversed(messages):
+                if message.get("role") != "tool":
+                    break
+                results.append(f"{message.get('name', 'the tool')} returned {_content(message)}")
+            reply = "I asked my tools: " + "; ".join(reversed(results)) + "."
+            return LLMResponse(content=reply, finish_reason="stop")
+        text = _content(last)
+        choice = self._pick_tool(request, text)
+        if choice is not None:
+            self._calls += 1
+            name, arguments = choice
+            call = ToolCallRequest(id=f"demo_{self._calls}", name=name, arguments=json.dumps(arguments))
+            return LLMResponse(tool_calls=[call], finish_reason="tool_calls")
+        reply = (
+            f"This is the offline demo model (no LLM is configured). You said: {text.strip()!r}. "
+            "Set ROBOT_LAB_MODEL and a provider key such as OPENAI_API_KEY to talk to a real model."
+        )
+        return LLMResponse(content=reply, finish_reason="stop")
+
+    async def complete(self, request: LLMRequest, *, on_text: TextCallback | None = None) -> LLMResponse:
+        """Answer offline; stream word by word when asked."""
+        response = self._answer(request)
+        prompt = sum(len(_content(m)) for m in request.messages)
+        response.input_tokens = max(1, prompt // 4)
+        response.output_tokens = max(1, len(response.content or "") // 4)
+        response.model = "demo"
+        if on_text is not None and response.content:
+            for piece in re.findall(r"\S+\s*", response.content):
+                on_text(piece)
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+        return response

@@ -1,0 +1,256 @@
+"""The tool a robot can call: the :class:`Tool` base class and ``Tool.create``.
+
+A tool has a ``name``, a ``description`` and a JSON-schema ``parameters`` object. Calling it
+validates the model's arguments against that schema; every failure (bad JSON, a missing
+argument, an exception inside the tool) comes back to the model as the text
+``"Error (<name>): <message>"`` so the run goes on and the model can correct itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pydantic
+
+from .. import hooks
+from ..errors import ToolError
+from .schema import clean_schema, docstring_parts, format_validation_error, signature_model, snake_case
+
+if TYPE_CHECKING:
+    from ..robot import Robot
+
+__all__ = ["Handler", "Tool", "call_in_thread_or_await"]
+
+logger = logging.getLogger("robotlab")
+
+Handler = Callable[..., Any]
+
+
+async def call_in_thread_or_await(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn``: awaited when it is ``async``, else in a worker thread (an awaitable it returns is awaited)."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args, **kwargs)
+    result = await asyncio.to_thread(fn, *args, **kwargs)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+class Tool:
+    """Base class of every tool.
+
+    Subclass it and implement :meth:`execute`; its keyword parameters and their type hints
+    become the JSON schema the model sees, unless the class sets ``parameters`` itself::
+
+        class GetWeather(robotlab.Tool):
+            description = "Current weather for a location."
+
+            def execute(self, location: str) -> dict:
+                return {"location": location, "temp_c": 21}
+
+    ``name`` defaults to the class name in snake_case (``get_weather``). Set
+    ``raise_on_error = True`` on a class to let exceptions propagate instead of being
+    returned to the model; like RobotLab's flag it is not inherited by subclasses.
+    """
+
+    name: str = ""
+    description: str = ""
+    parameters: dict[str, Any] | None = None
+    raise_on_error: ClassVar[bool] = False
+    mcp: str | None = None
+
+    _arguments_model: ClassVar[type[pydantic.BaseModel] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "raise_on_error" not in cls.__dict__:
+            cls.raise_on_error = False
+        if not cls.__dict__.get("name"):
+            cls.name = snake_case(cls.__name__)
+        if "execute" in cls.__dict__ and cls.__dict__.get("parameters") is None:
+            summary, descriptions = docstring_parts(cls.__dict__["execute"].__doc__)
+            cls._arguments_model = signature_model(cls.__dict__["execute"], cls.name, descriptions)
+            if not cls.__dict__.get("description"):
+                cls.description = summary or inspect.cleandoc(cls.__doc__ or "")
+
+    def __init__(self, *, robot: Robot | None = None) -> None:
+        self.robot = robot
+
+    # -- what the model sees -------------------------------------------------------------
+    @property
+    def params_schema(self) -> dict[str, Any]:
+        """The JSON schema of the tool's arguments."""
+        if self.parameters is not None:
+            return clean_schema(dict(self.parameters))
+        if self._arguments_model is not None:
+            return clean_schema(self._arguments_model.model_json_schema())
+        return {"type": "object", "properties": {}}
+
+    def to_json_schema(self) -> dict[str, Any]:
+        """The tool in the OpenAI function-calling format that litellm sends to every provider.
+
+        Computed once per name, description and parameters, since robots send it on every request.
+        """
+        key = (self.name, self.description, id(self.parameters))
+        cached = self.__dict__.get("_json_schema")
+        if cached is None or cached[0] != key:
+            schema = {
+                "type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.params_schema},
+            }
+            cached = (key, schema)
+            self.__dict__["_json_schema"] = cached
+        return cached[1]
+
+    @property
+    def is_mcp(self) -> bool:
+        """Whether the tool was discovered on an MCP server."""
+        return self.mcp is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """``name``, ``description`` and ``mcp``, unset values omitted."""
+        data = {"name": self.name, "description": self.description or None, "mcp": self.mcp}
+        return {k: v for k, v in data.items() if v is not None}
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as JSON."""
+        return json.dumps(self.to_dict())
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    # -- running -------------------------------------------------------------------------
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        """Do the tool's work. Override in subclasses; may be ``async def``."""
+        raise NotImplementedError(f"{type(self).__name__}.execute is not implemented")
+
+    def validate_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Check the model's arguments against the schema and return the keyword arguments to pass.
+
+        Raises :class:`ToolError` with a message the model can act on.
+        """
+        if not isinstance(arguments, Mapping):
+            raise ToolError(f"arguments must be a JSON object, got {type(arguments).__name__}")
+        if self._arguments_model is not None and self.parameters is None:
+            try:
+                model = self._arguments_model.model_validate(dict(arguments))
+            except pydantic.ValidationError as exc:
+                raise ToolError(format_validation_error(exc)) from None
+            return {name: getattr(model, name) for name in type(model).model_fields}
+        schema = self.params_schema
+        missing = [key for key in schema.get("required", []) if key not in arguments]
+        if missing:
+            raise ToolError("invalid arguments: missing required " + ", ".join(missing))
+        return dict(arguments)
+
+    async def _invoke(self, kwargs: dict[str, Any]) -> Any:
+        return await call_in_thread_or_await(self.execute, **kwargs)
+
+    def error_text(self, error: BaseException) -> str:
+        """The text returned to the model when the tool fails."""
+        text = f"Error ({self.name}): {error}"
+        if isinstance(error, ToolError) and error.retryable:
+            text += " (retryable)"
+        return text
+
+    async def acall(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+        """Validate ``arguments`` (a dict or the model's JSON text) and run the tool.
+
+        A failure is returned as ``"Error (<name>): <message>"`` unless the class sets
+        ``raise_on_error``. The call runs inside the ``tool_call`` hook family (the registries of the
+        run in progress, else the global ones and the robot's) and returns ``ctx.tool_result``.
+        """
+        parsed: Any = {} if arguments is None or arguments == "" else arguments
+        invalid: ToolError | None = None
+        if isinstance(parsed, str):
+            try:
+                parsed = json.loads(parsed)
+            except json.JSONDecodeError as exc:
+                invalid = ToolError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})")
+        context = hooks.ToolCallHookContext(tool=self, tool_args=parsed, robot=self.robot)
+
+        async def execute() -> None:
+            try:
+                if invalid is not None:
+                    raise invalid
+                context.tool_result = await self._invoke(self.validate_arguments(parsed))
+            except ToolError as exc:
+                context.tool_error = exc
+                if type(self).raise_on_error:
+                    raise
+                context.tool_result = self.error_text(exc)
+            except Exception as exc:
+                context.tool_error = exc
+                if type(self).raise_on_error:
+                    raise
+                logger.warning("Tool '%s' error: %s: %s", self.name, type(exc).__name__, exc)
+                context.tool_result = self.error_text(exc)
+
+        scope = hooks.current_hook_scope()
+        if scope is None:
+            scope = hooks.HookScope((hooks.get_hooks(), getattr(self.robot, "hooks", None)), ())
+        await hooks.run("tool_call", context, execute, registries=scope.registries, per_run_hooks=scope.per_run_hooks)
+        return context.tool_result
+
+    def call(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+        """Synchronous :meth:`acall`."""
+        from .._runtime import run_sync
+
+        return run_sync(self.acall(arguments))
+
+    # -- building ------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        *,
+        name: str,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        handler: Handler | None = None,
+        mcp: str | None = None,
+        robot: Robot | None = None,
+    ) -> Tool:
+        """Build a tool from a name, a JSON schema and a handler that receives the arguments dict.
+
+        ``parameters`` is a JSON schema object (``{"type": "object", "properties": {...},
+        "required": [...]}``); a bare mapping of properties is accepted too.
+        """
+        schema: dict[str, Any] = dict(parameters or {})
+        if schema and "properties" not in schema and schema.get("type") != "object":
+            schema = {"type": "object", "properties": schema}
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        return _CreatedTool(
+            name=name, description=description or "", parameters=schema, handler=handler, mcp=mcp, robot=robot
+        )
+
+
+class _CreatedTool(Tool):
+    """A tool made by :meth:`Tool.create`."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        handler: Handler | None,
+        mcp: str | None,
+        robot: Robot | None,
+    ) -> None:
+        super().__init__(robot=robot)
+        self.name = name
+        self.description = description
+        self.parameters = parameters
+        self.mcp = mcp
+        self._handler = handler
+
+    async def _invoke(self, kwargs: dict[str, Any]) -> Any:
+        if self._handler is None:
+            raise ToolError("tool has no handler")
+        return await call_in_thread_or_await(self._handler, kwargs)
