@@ -229,7 +229,9 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 def _start_processes(layer: str, clients: int, queue: str, port: int, workdir: Path,
                      pool: str = "threads") -> dict[str, Any]:
-    env = {**os.environ, "BENCH_CHANNEL_PREFIX": f"asgi-{queue}"}
+    # this run's own channel names, for every process it starts (reconnect.py's extra daphnes too)
+    os.environ["BENCH_CHANNEL_PREFIX"] = f"asgi-{queue}"
+    env = {**os.environ}
     daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                "tests.robotlab_django.asgi:application"], cwd=ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=(workdir / "daphne.log").open("w"))

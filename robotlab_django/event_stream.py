@@ -260,13 +260,18 @@ class _Batches:
     def wait_and_store(self, thread_id: Any, result_id: Any) -> tuple[bool, list[dict[str, Any]], float]:
         """:meth:`due` then :meth:`store`, waiting in the calling thread (a sync caller's own): whether the run
         ended, the batch's wire dicts, and when it left. The timer then does not queue behind the robots'
-        work on their loop."""
+        work on their loop. With nothing buffered it gives the thread back after one flush interval (an
+        empty batch), so other blocking work of the same call waits at most that long."""
+        deadline = time.monotonic() + self._buffer.interval
         with self._lock:
             while True:
                 left = self._buffer.time_left()
                 if self._closed or left == 0.0:
                     break
-                self._lock.wait(left)
+                wait = deadline - time.monotonic() if left is None else left
+                if wait <= 0:
+                    break
+                self._lock.wait(wait)
             closed = self._closed
         return (closed, *self.store(thread_id, result_id))
 

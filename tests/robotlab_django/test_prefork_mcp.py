@@ -26,7 +26,6 @@ from pathlib import Path
 import pytest
 
 from tests.robotlab_django.faults import reachable
-from tests.robotlab_django.fork_celery import MARK_ENV, TIME_SERVER
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/11"
@@ -51,6 +50,15 @@ print(json.dumps({{"status": row.status, "reply": row.reply, "error": row.error,
 @pytest.fixture
 def worker_env(tmp_path: Path) -> dict[str, str]:
     """Test settings, a SQLite file, Redis database 11, and where the parent marks its MCP use."""
+    # imported here, not at collection, and the settings put back: the module sets ROBOTLAB["ROBOTS"] for the
+    # worker, which leaked into every later test of this process (test_conf's defaults check failed on it)
+    from django.conf import settings
+
+    saved = settings.ROBOTLAB
+    from tests.robotlab_django.fork_celery import MARK_ENV, TIME_SERVER
+
+    settings.ROBOTLAB = saved
+
     if not reachable("127.0.0.1", 6379):
         pytest.skip("Redis at 127.0.0.1:6379 cannot be reached")
     if not Path(TIME_SERVER).exists():

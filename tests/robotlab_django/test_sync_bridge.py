@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 import pytest
 from django.db import transaction
@@ -54,3 +55,25 @@ def test_a_sync_call_from_robotlabs_loop_is_refused() -> None:
 
     with pytest.raises(RuntimeError, match="_where was called synchronously from RobotLab's loop"):
         run_sync(nested())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_runnable_may_do_blocking_work_while_its_sync_stream_waits_for_events() -> None:
+    """The pump waits for batches in the caller's thread; blocking work of the runnable itself still gets the
+    thread (within a flush interval) instead of waiting for an event that would only come after it."""
+    from robotlab.streaming import Event
+    from robotlab_django import event_stream, services
+
+    row = services.start_run("s-bridge", "echo", "hi")
+
+    async def start(callback: Any) -> int:
+        found = await blocking(Thread.objects.filter(session_id="s-bridge").count)  # before any event
+        callback(Event(kind="run.started", run_id=row.run_id, seq=1, ts=0.0))
+        return found
+
+    outcome: list[int] = []
+    worker = threading.Thread(target=lambda: outcome.append(event_stream.stream_run(row.thread_id, row.pk, start)),
+                              daemon=True)  # a deadlock fails the test instead of hanging it
+    worker.start()
+    worker.join(10)
+    assert outcome == [1]
