@@ -139,6 +139,23 @@ def test_the_demo_user_is_created_and_only_with_debug(tmp_path: Path) -> None:
     assert "local development only" in refused.stderr
 
 
+ADMIN_PROBE = """
+from django.contrib.auth import authenticate
+admin = authenticate(username="admin", password="admin")
+demo = authenticate(username="demo", password="demo")
+print(admin.is_staff, admin.is_superuser, demo.is_staff)
+"""
+
+
+def test_the_admin_is_reachable_with_the_local_superuser(tmp_path: Path) -> None:
+    """Issue 17 (1): scripts/run's demo_user also makes admin / admin, a superuser, and says so."""
+    manage(tmp_path, "migrate", "--noinput")
+    created = manage(tmp_path, "demo_user").stdout
+    assert "log in as admin / admin for the admin at /admin/" in created
+    assert manage(tmp_path, "shell", "-c", ADMIN_PROBE).stdout.splitlines()[-1].split() == ["True", "True", "False"]
+    assert "/admin/ as admin / admin" in (ROOT / "scripts" / "run").read_text()
+
+
 def test_scripts_run_is_valid_bash() -> None:
     script = ROOT / "scripts" / "run"
     assert os.access(script, os.X_OK)
