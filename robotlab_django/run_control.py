@@ -29,6 +29,7 @@ from robotlab.errors import RobotLabError
 from robotlab.streaming import HITL_RESOLVED, RUN_CANCELLED, RUN_FAILED, STREAM_ENDED
 from robotlab.tools.ask import resolve_answer
 
+from . import run_watch
 from .abstract_models import Status
 from .conf import app_settings
 from .event_stream import publish_events
@@ -153,7 +154,10 @@ def cancel(row: Any, user: Any = None, *, staff: bool = False, check_owner: bool
             raise RunFinishedError(row, f"Run {row.pk} is {_fresh(row).status}: it finished, nothing to cancel.")
         idle = list(type(row).objects.filter(parent_id=row.pk, status__in=[Status.QUEUED, Status.RETRYING,
                                                                            Status.AWAITING]))
+        running = list(type(row).objects.filter(parent_id=row.pk, status=Status.RUNNING).values_list("pk", flat=True))
         type(row).objects.filter(parent_id=row.pk, status__in=CANCELLABLE).update(**fields)
+    # a watch in this process reads the row at once (after the commit, so it sees the cancel)
+    transaction.on_commit(lambda: run_watch.wake(row.pk, *running))
     if previous != Status.RUNNING or _turn_of_tasks(row):  # else its runner sends it when it stops
         publish_events(row, [(RUN_CANCELLED, {"robot": row.robot_name}), (STREAM_ENDED, {})])
     for task in idle:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+import threading
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, transaction
@@ -29,11 +30,27 @@ from .conf import app_settings
 from .event_stream import apublish_events
 from .sync_bridge import blocking
 
-__all__ = ["RunCancelledError", "astop_cancelled", "park", "watch"]
+__all__ = ["RunCancelledError", "astop_cancelled", "park", "wake", "watch"]
 
 T = TypeVar("T")
 
 logger = logging.getLogger("robotlab_django")
+
+#: Runs watched in this process, by row id: the callbacks that make their watch look at the row at once.
+_watching: dict[Any, set[Callable[[], None]]] = {}
+_watching_lock = threading.Lock()
+
+
+def wake(*pks: Any) -> None:
+    """Have the watches of the runs ``pks`` in this process read their row now, not at their next interval.
+
+    A cancel made in the process that runs the run (the thread and sync executors) then stops it at once;
+    in another process the run notices at its next interval.
+    """
+    with _watching_lock:
+        callbacks = [callback for pk in pks for callback in _watching.get(pk, ())]
+    for callback in callbacks:
+        callback()
 
 
 class RunCancelledError(RobotLabError, RuntimeError):
@@ -85,10 +102,23 @@ async def watch(row: Any, work: Awaitable[T]) -> T:
     """
     task = asyncio.ensure_future(work)
     interval = float(app_settings.CANCEL_POLL_INTERVAL)
+    loop = asyncio.get_running_loop()
+    woken = asyncio.Event()
+
+    def callback() -> None:
+        loop.call_soon_threadsafe(woken.set)
+
+    with _watching_lock:
+        _watching.setdefault(row.pk, set()).add(callback)
     try:
         while True:
-            done, _ = await asyncio.wait([task], timeout=interval)
-            if done:
+            waking = asyncio.ensure_future(woken.wait())
+            try:
+                await asyncio.wait([task, waking], timeout=interval, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waking.cancel()
+            woken.clear()
+            if task.done():
                 return task.result()
             try:
                 status = await blocking(_status, row)
@@ -100,5 +130,10 @@ async def watch(row: Any, work: Awaitable[T]) -> T:
                 await asyncio.gather(task, return_exceptions=True)
                 raise RunCancelledError(f"Run {row.pk} was cancelled.")
     finally:
+        with _watching_lock:
+            callbacks = _watching.get(row.pk, set())
+            callbacks.discard(callback)
+            if not callbacks:
+                _watching.pop(row.pk, None)
         if not task.done():
             task.cancel()

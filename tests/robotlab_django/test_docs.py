@@ -30,8 +30,9 @@ def test_every_command_is_documented() -> None:
     commands = {path.stem for path in (Path(__file__).resolve().parents[2] / "robotlab_django" / "management"
                                        / "commands").glob("[a-z]*.py")}
     text = ((DOCS / "scaffolding.md").read_text() + (DOCS / "models.md").read_text()
-            + (DOCS.parent / "guides" / "mcp.md").read_text() + (DOCS / "security.md").read_text())
+            + (DOCS.parent / "guides" / "mcp.md").read_text() + (DOCS / "security.md").read_text()
+            + (DOCS / "acp.md").read_text())
     assert commands == {"robotlab_install", "startrobot", "startrobotjob", "robotlab_prune",
-                        "robotlab_requeue_stuck", "robotlab_mcp", "robotlab_erase"}
+                        "robotlab_requeue_stuck", "robotlab_mcp", "robotlab_erase", "robotlab_token"}
     for command in commands:
         assert command in text

@@ -19,16 +19,16 @@ ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"conf", "encoders", "naming", "sync_bridge"}),
     ("models and registry", {"abstract_models", "models", "registry", "checks", "scaffolding"}),
-    ("storage", {"access", "broadcast", "chat_history", "checkpoints", "erasure", "records", "retention",
+    ("storage", {"access", "api_tokens", "broadcast", "chat_history", "checkpoints", "erasure", "records", "retention",
                  "revocation", "transcript", "turn_graph", "usage", "user_errors"}),
     ("event stream", {"event_stream", "networks", "run_watch"}),
     ("units of work", {"claims", "runnables", "network_turns"}),
     ("execution", {"runner"}),
     ("celery", {"tasks"}),
     ("dispatch", {"executor"}),
-    ("services", {"jobs", "run_control", "services"}),
-    ("entry points", {"", "admin", "admin_control", "apps", "asgi", "consumers", "erasure_admin", "management",
-                      "routing", "urls", "views"}),
+    ("services", {"jobs", "protocol_runs", "run_control", "services"}),
+    ("entry points", {"", "acp", "admin", "admin_control", "apps", "asgi", "consumers", "erasure_admin", "management",
+                      "routing", "token_admin", "urls", "views"}),
 ]
 
 #: Imports that the layers would allow but the design does not: (importer, imported, why).
