@@ -190,9 +190,8 @@ def check_login_url(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
     from django.conf import settings
     from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
-    from .access import login_required
-
-    if not login_required() or not _chat_pages_routed():
+    # settings.ROBOTLAB_CHAT_LOGIN_REQUIRED as robotlab_django.access reads it (a layer above the checks)
+    if not getattr(settings, "ROBOTLAB_CHAT_LOGIN_REQUIRED", True) or not _chat_pages_routed():
         return []
     login_url = str(settings.LOGIN_URL)
     try:
