@@ -31,6 +31,11 @@ def make_robot() -> robotlab.Robot:
                           on_content=lambda chunk: print(chunk.content, end="", flush=True), **options)
 
 
+def summary(input_tokens: int, output_tokens: int, tool_calls: int) -> str:
+    """The line after each reply: ``[12 in / 4 out tokens, 1 tool call]``."""
+    return f"[{input_tokens} in / {output_tokens} out tokens, {tool_calls} tool call{'' if tool_calls == 1 else 's'}]"
+
+
 def main(argv: list[str]) -> None:
     robot = make_robot()
     messages = [" ".join(argv)] if argv else None
@@ -40,7 +45,7 @@ def main(argv: list[str]) -> None:
             break
         print("robot> ", end="")
         result = robot.run(text)
-        print(f"\n[{result.input_tokens} in / {result.output_tokens} out tokens, {len(result.tool_calls)} tool calls]")
+        print(f"\n{summary(result.input_tokens, result.output_tokens, len(result.tool_calls))}")
         if messages is not None and not messages:
             break
 

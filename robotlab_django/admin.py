@@ -42,6 +42,7 @@ from .encoders import RobotLabJSONEncoder
 from .erasure_admin import erase_owners
 from .models import RobotResult, RunStep, Thread
 from .registry import UnknownRobotError
+from .templatetags.robotlab_format import format_cost
 from .transcript import export_threads, run_items, transcript_runs
 from .turn_graph import turn_graph
 from .usage import daily_usage
@@ -61,11 +62,6 @@ def _short(text: str | None, length: int = 60) -> str:
 def _json_block(value: Any) -> str:
     text = json.dumps(value, indent=2, ensure_ascii=False, cls=RobotLabJSONEncoder)
     return format_html('<pre class="robotlab-json">{}</pre>', text)
-
-
-def _cost(value: Any) -> str:
-    amount = Decimal(value or 0)
-    return f"${amount:,.6f}" if amount < 1 else f"${amount:,.4f}"
 
 
 def _route(opts: Any, suffix: str) -> str:
@@ -131,7 +127,7 @@ class RobotResultInline(admin.TabularInline):
     @admin.display(description=_("cost"))
     def cost_display(self, obj: Any) -> str:
         """The cost in USD."""
-        return _cost(obj.cost)
+        return format_cost(obj.cost)
 
 
 class RunStepInline(admin.TabularInline):
@@ -231,7 +227,7 @@ class ThreadAdmin(_URLs, admin.ModelAdmin):
     @admin.display(description=_("cost"), ordering="robotlab_cost")
     def total_cost(self, obj: Any) -> str:
         """Cost over all runs, in USD."""
-        return _cost(getattr(obj, "robotlab_cost", 0))
+        return format_cost(getattr(obj, "robotlab_cost", 0))
 
     @admin.display(description=_("input metadata"))
     def input_metadata_display(self, obj: Any) -> str:
@@ -386,7 +382,7 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
     @admin.display(description=_("cost"), ordering="cost")
     def cost_display(self, obj: Any) -> str:
         """The cost in USD."""
-        return _cost(obj.cost)
+        return format_cost(obj.cost)
 
     @admin.display(description=_("duration"), ordering="duration")
     def duration_display(self, obj: Any) -> str:
@@ -430,7 +426,7 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
                                                       output_tokens=Sum("output_tokens"), cost=Sum("cost"))
             context["robotlab_totals"] = {
                 "runs": totals["runs"] or 0, "input_tokens": totals["input_tokens"] or 0,
-                "output_tokens": totals["output_tokens"] or 0, "cost": _cost(totals["cost"]),
+                "output_tokens": totals["output_tokens"] or 0, "cost": format_cost(totals["cost"]),
             }
             context["robotlab_usage_url"] = self._url("usage")
         return response

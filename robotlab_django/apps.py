@@ -30,6 +30,8 @@ class RobotLabConfig(AppConfig):
 
         checks.register(robotlab_checks.check_settings)
         checks.register(robotlab_checks.check_llm_available)
+        checks.register(robotlab_checks.check_channel_layer, checks.Tags.urls)
+        checks.register(robotlab_checks.check_login_url, checks.Tags.urls)
         revocation.connect_signals()  # a logout or deactivation closes the user's thread sockets
         erasure.connect_signals()  # ROBOTLAB["ERASE_ON_USER_DELETE"]: deleting a user erases their content
         if app_settings.AUTODISCOVER:

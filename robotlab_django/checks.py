@@ -8,6 +8,8 @@
 ``robotlab.E004`` ``ROBOTLAB`` holds what looks like an API key or secret.
 ``robotlab.W001`` An unknown key (probably a typo; the hint suggests the closest key).
 ``robotlab.W002`` No LLM is configured: runs will fail until a model or a provider key is set.
+``robotlab.W003`` The chat pages are routed but no channel layer is configured: nothing streams.
+``robotlab.W004`` The chat pages need a login but ``LOGIN_URL`` resolves to no page (a 404 on login).
 ===============  ===========================================================================
 
 Checks are registered in :meth:`robotlab_django.apps.RobotLabConfig.ready`; they never raise.
@@ -25,7 +27,7 @@ from django.utils.module_loading import import_string
 
 from .conf import SETTINGS, app_settings
 
-__all__ = ["check_llm_available", "check_settings"]
+__all__ = ["check_channel_layer", "check_llm_available", "check_login_url", "check_settings"]
 
 _SECRET = re.compile(r"(API_?KEY|SECRET|TOKEN|PASSWORD|_KEY$)", re.IGNORECASE)
 _POSITIVE = {"MAX_MESSAGE_LENGTH", "ADMIN_USAGE_DAYS", "RETENTION_DAYS", "MAX_TOOL_ROUNDS", "REQUEST_TIMEOUT",
@@ -152,3 +154,58 @@ def check_llm_available(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
         hint=f"Set ROBOTLAB['DEFAULT_MODEL'] or ROBOT_LAB_MODEL and a provider key ({keys}); for an offline "
              "demo set ROBOTLAB['LLM'] = 'robotlab.testing.DemoLLM'. Silence with SILENCED_SYSTEM_CHECKS.",
         id="robotlab.W002")]
+
+
+def _chat_pages_routed() -> bool:
+    from django.urls import NoReverseMatch, reverse
+
+    try:
+        reverse("robotlab:thread_list")
+    except (NoReverseMatch, ImportError):
+        return False
+    except Exception:  # a broken URLconf is Django's own check (urls.E004 and friends) to report
+        return False
+    return True
+
+
+def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``robotlab.W003`` when the chat pages are routed and ``CHANNEL_LAYERS`` is missing.
+
+    Without a layer the websocket connects but no event ever arrives: the reply shows up all at once from
+    the page's poll, which looks like a slow model rather than a missing setting.
+    """
+    from django.conf import settings
+
+    if getattr(settings, "CHANNEL_LAYERS", None) or not _chat_pages_routed():
+        return []
+    return [Warning(
+        "The chat pages are routed but CHANNEL_LAYERS is not set: replies will not stream.",
+        hint='Add CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}} for one '
+             'process, or "channels_redis.pubsub.RedisPubSubChannelLayer" with Redis (docs: '
+             '"Add RobotLab to your Django project").', id="robotlab.W003")]
+
+
+def check_login_url(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """``robotlab.W004`` when the chat pages need a login and ``LOGIN_URL`` is no page of the site."""
+    from django.conf import settings
+    from django.urls import NoReverseMatch, Resolver404, resolve, reverse
+
+    # settings.ROBOTLAB_CHAT_LOGIN_REQUIRED as robotlab_django.access reads it (a layer above the checks)
+    if not getattr(settings, "ROBOTLAB_CHAT_LOGIN_REQUIRED", True) or not _chat_pages_routed():
+        return []
+    login_url = str(settings.LOGIN_URL)
+    try:
+        if "/" in login_url:
+            if login_url.startswith(("http://", "https://")):
+                return []  # another site's login (single sign-on): not ours to resolve
+            resolve(login_url.split("?")[0])
+        else:
+            reverse(login_url)
+    except (Resolver404, NoReverseMatch):
+        return [Warning(
+            f"The chat pages redirect to LOGIN_URL = {login_url!r}, which is no page of this site: "
+            "logging in is a 404.",
+            hint='Add path("accounts/", include("django.contrib.auth.urls")) to your URLconf (RobotLab ships '
+                 "its registration/login.html), set LOGIN_URL to your login page, or set "
+                 "ROBOTLAB_CHAT_LOGIN_REQUIRED = False.", id="robotlab.W004")]
+    return []

@@ -76,10 +76,33 @@ class PlannedFile:
 @dataclass(frozen=True)
 class Outcome:
     """What happened (or would happen) to a planned file: ``create``, ``overwrite``, ``unchanged``,
-    ``kept`` (it existed and is kept) or ``conflict`` (it exists, differs, and ``force`` was not given)."""
+    ``kept`` (it existed and is kept), ``conflict`` (it exists, differs, and ``force`` was not given) or
+    ``remove`` (the empty ``tests.py`` of ``startapp``, which the ``tests/`` package replaces)."""
 
     path: Path
     action: str
+
+
+#: What ``startapp`` writes in ``tests.py``: no tests, so the generated ``tests/`` package may replace it.
+STARTAPP_TESTS = "from django.test import TestCase\n\n# Create your tests here.\n"
+
+
+def _shadowed_tests_modules(files: list[PlannedFile], root: Path) -> list[Path]:
+    """The ``tests.py`` modules a planned ``tests/`` package would collide with.
+
+    Both cannot exist: ``manage.py test`` fails with "'tests' module incorrectly imported" and pytest
+    silently runs only one. ``startapp``'s empty module is removed; one with tests of its own is an error.
+    """
+    modules = {planned.path.parent.parent / "tests.py" for planned in files
+               if planned.path.name == "__init__.py" and planned.path.parent.name == "tests"}
+    found = sorted(module for module in modules if module.is_file())
+    for module in found:
+        if module.read_text(encoding="utf-8").strip() != STARTAPP_TESTS.strip():
+            where = _relative(module, root)
+            raise ScaffoldError(f"Not writing anything: {where} holds tests, and the generated tests/ package "
+                                f"would shadow it. Move it to {where[:-3]}/test_app.py (keep the name "
+                                "test_*.py) and run the command again.")
+    return found
 
 
 def _plan(files: list[PlannedFile], force: bool) -> list[Outcome]:
@@ -103,8 +126,9 @@ def write_files(files: list[PlannedFile], *, root: Path, force: bool = False, dr
     """Write ``files``, all or nothing.
 
     Raises:
-        ScaffoldError: some file exists with other content and ``force`` is false (nothing is
-            written, in a dry run too).
+        ScaffoldError: some file exists with other content and ``force`` is false, or a planned
+            ``tests/`` package would shadow a ``tests.py`` with tests in it (nothing is written, in a
+            dry run too).
     """
     outcomes = _plan(files, force)
     conflicts = [outcome.path for outcome in outcomes if outcome.action == "conflict"]
@@ -112,12 +136,15 @@ def write_files(files: list[PlannedFile], *, root: Path, force: bool = False, dr
         listed = ", ".join(_relative(path, root) for path in conflicts)
         raise ScaffoldError(f"Not writing anything: {listed} already exist(s) with other content. "
                             "Use --force to overwrite.")
+    removed = _shadowed_tests_modules(files, root)
     if not dry_run:
         for planned, outcome in zip(files, outcomes, strict=True):
             if outcome.action in ("create", "overwrite"):
                 planned.path.parent.mkdir(parents=True, exist_ok=True)
                 planned.path.write_text(planned.content, encoding="utf-8")
-    return outcomes
+        for module in removed:
+            module.unlink()
+    return outcomes + [Outcome(module, "remove") for module in removed]
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -31,7 +31,8 @@ from typing import Any
 from ..errors import ConfigurationError
 from .types import LLM, LLMRequest, LLMResponse, TextCallback
 
-__all__ = ["TRANSPORTS", "AutoLLM", "Endpoint", "choose_transport", "litellm_customised", "resolve_endpoint"]
+__all__ = ["TRANSPORTS", "AutoLLM", "Endpoint", "choose_transport", "litellm_customised", "require_key",
+           "resolve_endpoint"]
 
 TRANSPORTS = ("auto", "litellm", "direct")
 """The values of the ``llm_transport`` setting."""
@@ -98,6 +99,23 @@ def resolve_endpoint(model: str, api_base: str | None = None, api_key: str | Non
     if base is None:
         return None
     return Endpoint(provider, name, base, api_key or _env(spec.key_variables))
+
+
+def require_key(endpoint: Endpoint, model: str) -> None:
+    """Raise a :class:`ConfigurationError` naming the key variable when a hosted provider has no key.
+
+    Sent without one, the request would come back as the provider's HTTP error many frames later; a local
+    server (a custom ``api_base``, vLLM, LM Studio) needs none, so only a provider's own URL is checked.
+    """
+    spec = PROVIDERS[endpoint.provider]
+    if endpoint.api_key or spec.default_base is None or endpoint.api_base != spec.default_base:
+        return
+    variable = spec.key_variables[0]
+    raise ConfigurationError(
+        f"No API key for {model!r}: set the {variable} environment variable (or pass api_key=), or choose "
+        "an offline model such as robotlab.testing.DemoLLM.",
+        setting=variable,
+    )
 
 
 _CUSTOMISING = ("callbacks", "success_callback", "failure_callback", "input_callback", "service_callback",
@@ -203,6 +221,7 @@ class AutoLLM:
     def _direct(self, model: str) -> LLM:
         endpoint = resolve_endpoint(model, self.api_base, self.api_key)
         assert endpoint is not None  # choose_transport said so
+        require_key(endpoint, model)
         return _shared_direct(endpoint, self.timeout, self.num_retries)
 
 

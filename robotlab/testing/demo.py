@@ -17,7 +17,10 @@ from ..llm.types import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
 __all__ = ["DemoLLM"]
 
-_ARITHMETIC = re.compile(r"(-?\d+(?:\.\d+)?(?:\s*[-+*/]\s*-?\d+(?:\.\d+)?)+)")
+_ARITHMETIC = re.compile(r"(-?\d+(?:\.\d+)?(?:\s*(?:\*\*|//|[-+*/%])\s*-?\d+(?:\.\d+)?)+)")
+#: Parameters that name a place: given the words after "in"/"at"/"for" ("weather in Paris" -> "Paris").
+_PLACE_PARAMETERS = {"location", "city", "place", "where", "country", "region"}
+_PLACE = re.compile(r"\b(?:in|at|for)\s+([A-Z][\w .'-]*?)\s*[?.!]*$")
 _STOP = {
     "the",
     "a",
@@ -60,6 +63,12 @@ def _content(message: dict[str, Any]) -> str:
     return str(content or "")
 
 
+def _argument(name: str, text: str) -> str:
+    """The value for parameter ``name``: the place the message names for a place, else the whole message."""
+    place = _PLACE.search(text.strip()) if name.lower() in _PLACE_PARAMETERS else None
+    return place.group(1).strip() if place else text
+
+
 class DemoLLM:
     """The offline demo model.
 
@@ -83,8 +92,7 @@ class DemoLLM:
             keys = _words(spec["name"].replace("_", " ")) | _words(spec.get("description", ""))
             if words & keys:
                 required = spec.get("parameters", {}).get("required", [])
-                arguments = dict.fromkeys(required, text)
-                return spec["name"], arguments
+                return spec["name"], {name: _argument(name, text) for name in required}
         return None
 
     def _answer(self, request: LLMRequest) -> LLMResponse:

@@ -3,6 +3,7 @@ its chat page works in a real browser (Playwright + Debian chromium, skipped whe
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -137,6 +138,35 @@ def test_the_demo_user_is_created_and_only_with_debug(tmp_path: Path) -> None:
                              env=project_env(tmp_path, DJANGO_DEBUG="0", DJANGO_SECRET_KEY="x" * 50), timeout=120)
     assert refused.returncode != 0
     assert "local development only" in refused.stderr
+
+
+ADMIN_PROBE = """
+from django.contrib.auth import authenticate
+admin = authenticate(username="admin", password="admin")
+demo = authenticate(username="demo", password="demo")
+print(admin.is_staff, admin.is_superuser, demo.is_staff)
+"""
+
+
+def test_the_admin_is_reachable_with_the_local_superuser(tmp_path: Path) -> None:
+    """Issue 17 (1): scripts/run's demo_user also makes admin / admin, a superuser, and says so."""
+    manage(tmp_path, "migrate", "--noinput")
+    created = manage(tmp_path, "demo_user").stdout
+    assert "log in as admin / admin for the admin at /admin/" in created
+    assert manage(tmp_path, "shell", "-c", ADMIN_PROBE).stdout.splitlines()[-1].split() == ["True", "True", "False"]
+    assert "/admin/ as admin / admin" in (ROOT / "scripts" / "run").read_text()
+
+
+STATIC_PROBE = """
+from django.test import Client
+client = Client()
+print(*(client.get(f"/static/robotlab/robotlab.{kind}").status_code for kind in ("css", "js")))
+"""
+
+
+def test_static_files_are_served_without_runserver(tmp_path: Path) -> None:
+    """Issue 17 (6): under daphne (no runserver static handler) the chat's CSS and JS are not 404."""
+    assert manage(tmp_path, "shell", "-c", STATIC_PROBE).stdout.splitlines()[-1] == "200 200"
 
 
 def test_scripts_run_is_valid_bash() -> None:
@@ -392,3 +422,14 @@ def test_cancel_stops_a_streaming_reply_within_a_second_with_its_partial_text(li
             assert shown.startswith("This is the offline demo model") and "word399" not in shown
         finally:
             browser.close()
+
+
+def test_the_terminal_counts_tool_calls_in_english() -> None:
+    """Issue 17: "1 tool call", not "1 tool calls"."""
+    spec = importlib.util.spec_from_file_location("terminal_chat", ROOT / "example_project" / "terminal_chat.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.summary(12, 4, 1) == "[12 in / 4 out tokens, 1 tool call]"
+    assert module.summary(12, 4, 0) == "[12 in / 4 out tokens, 0 tool calls]"
+    assert module.summary(12, 4, 2).endswith("2 tool calls]")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
+from django.urls import include, path
 
 from robotlab_django import checks
 
@@ -106,3 +108,53 @@ def test_manage_py_check_passes_with_warnings_only(settings: Any, capsys: pytest
     settings.ROBOTLAB = {"LLM": "robotlab.testing.DemoLLM", "TYPO_SETTING": 1}
     call_command("check")
     assert "robotlab.W001" in capsys.readouterr().err
+
+
+def _urlconf(*patterns: Any) -> types.ModuleType:
+    module = types.ModuleType("robotlab_check_urls")
+    module.urlpatterns = list(patterns)  # type: ignore[attr-defined]
+    return module
+
+
+CHAT = path("chat/", include("robotlab_django.urls"))
+
+
+def test_w003_chat_pages_without_a_channel_layer(settings: Any) -> None:
+    """Issue 17 (4): the socket connects but nothing streams; the check says what to add."""
+    settings.ROOT_URLCONF = _urlconf(CHAT)
+    del settings.CHANNEL_LAYERS
+    messages = checks.check_channel_layer()
+    assert _ids(messages) == ["robotlab.W003"]
+    assert "InMemoryChannelLayer" in messages[0].hint
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    assert checks.check_channel_layer() == []
+    del settings.CHANNEL_LAYERS
+    settings.ROOT_URLCONF = _urlconf()  # no chat pages: the layer is not needed
+    assert checks.check_channel_layer() == []
+
+
+def test_w004_login_url_that_is_no_page(settings: Any) -> None:
+    """Issue 17 (5): a startproject site has no /accounts/login/; the check names the one-line fix."""
+    settings.ROOT_URLCONF = _urlconf(CHAT)
+    settings.LOGIN_URL = "/accounts/login/"
+    messages = checks.check_login_url()
+    assert _ids(messages) == ["robotlab.W004"]
+    assert 'include("django.contrib.auth.urls")' in messages[0].hint
+    settings.ROOT_URLCONF = _urlconf(CHAT, path("accounts/", include("django.contrib.auth.urls")))
+    assert checks.check_login_url() == []
+    settings.LOGIN_URL = "login"  # a URL name resolves too
+    assert checks.check_login_url() == []
+    settings.LOGIN_URL = "nowhere"
+    assert _ids(checks.check_login_url()) == ["robotlab.W004"]
+    settings.ROBOTLAB_CHAT_LOGIN_REQUIRED = False
+    assert checks.check_login_url() == []
+
+
+def test_the_shipped_login_page_serves_the_auth_urls(settings: Any, client: Any, db: Any) -> None:
+    """Issue 17 (5): the one-line include works without the project writing a login template."""
+    settings.ROOT_URLCONF = _urlconf(CHAT, path("accounts/", include("django.contrib.auth.urls")))
+    page = client.get("/accounts/login/?next=/chat/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert 'id="rl-login"' in html and 'action="/accounts/login/"' in html and 'value="/chat/"' in html
+    assert client.get("/chat/").url.startswith("/accounts/login/")

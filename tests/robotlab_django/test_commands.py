@@ -59,8 +59,9 @@ def test_install_creates_the_app_and_prints_next_steps(project: Path) -> None:
             f"{app}/jobs/__init__.py", f"{app}/jobs/robot_run_job.py", "pytest.ini"} == files
     assert "RobotLab installed successfully!" in out
     assert f"INSTALLED_APPS += ['{app}']" in out
-    for step in ("1. Run migrations", "2. Configure your LLM", "3. Generate your first robot",
-                 f"4. Run robots as jobs via robot_run_job ({app}/jobs/robot_run_job.py)"):
+    for step in (f"1. Add {app} to INSTALLED_APPS", "2. Run migrations", "3. Configure your LLM",
+                 "4. Generate your first robot", f"5. Run its tests: python manage.py test {app} (or pytest {app}",
+                 f"6. Run robots as jobs via robot_run_job ({app}/jobs/robot_run_job.py)"):
         assert step in out
     assert "DJANGO_SETTINGS_MODULE = tests.robotlab_django.settings" in (project / "pytest.ini").read_text()
     module = importlib.import_module(f"{app}.jobs.robot_run_job")
@@ -75,6 +76,40 @@ def test_install_twice_changes_nothing(project: Path) -> None:
     out = _run("robotlab_install", "--app", app)
     assert _tree(project) == before
     assert "create" not in out and "unchanged" in out and "kept" in out
+    assert "set DJANGO_SETTINGS_MODULE there" not in out  # issue 17: it wrote that pytest.ini itself
+
+
+def test_install_replaces_the_empty_tests_module_of_startapp(project: Path) -> None:
+    """Issue 17 (3): a tests/ package next to startapp's tests.py breaks ``manage.py test``."""
+    from robotlab_django.scaffolding import STARTAPP_TESTS
+
+    app = _app()
+    (project / app).mkdir()
+    (project / app / "__init__.py").write_text("")
+    (project / app / "tests.py").write_text(STARTAPP_TESTS)
+    out = _run("robotlab_install", "--app", app)
+    assert f"remove    {app}/tests.py" in out
+    assert not (project / app / "tests.py").exists() and (project / app / "tests" / "__init__.py").is_file()
+
+
+def test_install_refuses_to_shadow_a_tests_module_with_tests(project: Path) -> None:
+    app = _app()
+    (project / app).mkdir()
+    (project / app / "__init__.py").write_text("")
+    (project / app / "tests.py").write_text("def test_mine() -> None:\n    assert True\n")
+    with pytest.raises(CommandError, match=rf"{app}/tests.py holds tests.*Move it to {app}/tests/test_app.py"):
+        _run("robotlab_install", "--app", app)
+    assert not (project / app / "tests").exists()
+
+
+def test_the_test_extra_brings_what_the_generated_tests_need() -> None:
+    """Issue 17 (2): ``pip install "robotlab[django,test]"`` is enough to run ``pytest`` on the generated tests."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {requirement.split(">")[0].split("=")[0].split("[")[0] for requirement in extras["test"]}
+    assert {"pytest", "pytest-django", "pytest-asyncio"} <= names
 
 
 def test_install_refuses_to_overwrite_a_changed_file(project: Path) -> None:

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
 #: The layers, lowest first. A module may import its own layer and those below it, never one above.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundation", {"conf", "encoders", "naming", "sync_bridge"}),
+    ("foundation", {"conf", "encoders", "naming", "sync_bridge", "templatetags"}),
     ("models and registry", {"abstract_models", "models", "registry", "checks", "scaffolding"}),
     ("storage", {"access", "api_tokens", "broadcast", "chat_history", "checkpoints", "erasure", "records", "retention",
                  "revocation", "transcript", "turn_graph", "usage", "user_errors"}),

@@ -91,6 +91,9 @@ def test_fresh_project_install_scaffold_migrate_test_and_admin(tmp_path: Path) -
     assert "No changes detected" in _manage(project, "makemigrations", "--check", "--dry-run")
     tests = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "ai"], project)
     assert "8 passed" in tests, tests
+    assert "warning" not in tests.lower(), tests  # issue 17: no pytest-asyncio deprecation warning
+    django_tests = _manage(project, "test", "ai")  # issue 17 (3): Django's runner runs them too
+    assert "Ran 8 tests" in django_tests and "OK" in django_tests, django_tests
     assert "RUN completed 1 120 30 0.00250000" in _manage(project, "shell", "-c", FIRST_RUN)
     second = _manage(project, "shell", "-c", SECOND_RUN)  # a new process resumes the conversation
     assert "HISTORY ['Where is my order?', 'It ships today.', 'What did I ask?']" in second
@@ -129,3 +132,16 @@ print("OWN", type(row).__module__, RobotResult.objects.count(), page.status_code
       "checkpointed LLM and tool calls" in client.get(f"/admin/chat/robotresult/{row.pk}/change/").content.decode())
 """
     assert "OWN chat.models 1 200 True STEPS True True" in _manage(project, "shell", "-c", script)
+
+
+def test_a_startapp_app_runs_its_generated_tests_with_both_runners(tmp_path: Path) -> None:
+    """Issue 17 (3): startapp's tests.py and the generated tests/ package cannot both exist."""
+    project = _new_project(tmp_path)
+    _manage(project, "startapp", "shop")
+    _add_settings(project, 'INSTALLED_APPS += ["robotlab_django", "shop"]\n')
+    assert "remove    shop/tests.py" in _manage(project, "robotlab_install", "--app", "shop")
+    _manage(project, "startrobot", "Support", "--app", "shop")
+    django_tests = _manage(project, "test", "shop")
+    assert "Ran 5 tests" in django_tests and "OK" in django_tests, django_tests
+    tests = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "shop"], project)
+    assert "5 passed" in tests, tests

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import include, path, reverse
@@ -273,3 +274,31 @@ def test_the_results_endpoint_streams_stored_events_after_a_cursor(
     assert [event["cursor"] for event in later] == cursors[3:]
     other = new_thread(bob)
     assert client.get(reverse("robotlab:results_json", kwargs={"pk": other.pk}), {"after": 0}).status_code == 404
+
+
+def test_a_thread_is_titled_by_its_first_message(alice: Any) -> None:
+    """Issue 17: the list names a conversation by how it started, not by its latest message."""
+    thread = new_thread(alice)
+    Thread.objects.filter(pk=thread.pk).update(initial_input="Plan my trip to Lisbon",
+                                               last_user_message="and the weather?")
+    html = logged_in(alice).get(reverse("robotlab:thread_list")).content.decode()
+    assert "Plan my trip to Lisbon" in html and "and the weather?" not in html
+
+
+ACCOUNT_URLCONF = types.ModuleType("robotlab_test_account_urls")
+ACCOUNT_URLCONF.urlpatterns = [  # type: ignore[attr-defined]
+    *URLCONF.urlpatterns, path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls)]
+
+
+def test_the_header_offers_logout_and_the_admin_to_staff(alice: Any, settings: Any) -> None:
+    """Issue 17: the chat header links the admin (staff only) and logs out, when the site routes them."""
+    html = logged_in(alice).get(reverse("robotlab:thread_list")).content.decode()
+    assert "rl-logout" not in html and "rl-admin-link" not in html  # no such URLs: no broken links
+    settings.ROOT_URLCONF = ACCOUNT_URLCONF
+    html = logged_in(alice).get(reverse("robotlab:thread_list")).content.decode()
+    assert 'action="/accounts/logout/"' in html and "rl-admin-link" not in html
+    alice.is_staff = True
+    alice.save()
+    html = logged_in(alice).get(reverse("robotlab:thread_list")).content.decode()
+    assert 'class="rl-admin-link" href="/admin/"' in html

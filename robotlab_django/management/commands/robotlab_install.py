@@ -53,7 +53,7 @@ class Command(BaseCommand):
             self.stdout.write("\n".join(describe(outcomes, root)))
             return
         self.stdout.write("\n".join(describe(outcomes, root)))
-        if pytest_config is not None:
+        if pytest_config is not None and "DJANGO_SETTINGS_MODULE" not in (root / pytest_config).read_text("utf-8"):
             self.stdout.write(f"  pytest is configured in {pytest_config}: set DJANGO_SETTINGS_MODULE there to run "
                               "the generated tests.")
         self.stdout.write(self.style.SUCCESS("RobotLab installed successfully!"))
@@ -98,6 +98,8 @@ class Command(BaseCommand):
                       f'        "STEP_MODEL": "{app.label}.RunStep",']
         lines += ["    }", "", "Next steps:"]
         steps = []
+        if missing:
+            steps.append(f"Add {', '.join(missing)} to INSTALLED_APPS (the settings above)")
         if options["models"]:
             steps.append(f"Create the migration of your models: python manage.py makemigrations {app.label}")
         steps += [
@@ -105,6 +107,8 @@ class Command(BaseCommand):
             "Configure your LLM: set ROBOT_LAB_MODEL (or ROBOTLAB['DEFAULT_MODEL']) and the provider's API key "
             "(OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) in the environment",
             f"Generate your first robot: python manage.py startrobot MyRobot --app {app.label}",
+            f"Run its tests: python manage.py test {app.name} (or pytest {app.name.replace('.', '/')}, after "
+            "pip install \"robotlab[django,test]\")",
         ]
         if not options["skip_job"]:
             steps.append(f"Run robots as jobs via robot_run_job ({app.name.replace('.', '/')}/jobs/robot_run_job.py)")

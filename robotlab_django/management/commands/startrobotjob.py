@@ -48,6 +48,7 @@ class Command(BaseCommand):
                                f"{robot.class_name} --app {app.label}' first (or use --force to write the job anyway).")
         job_module = f"{robot.robot_name}_job"
         context = {"app": app, "robot": robot, "job_module": job_module, "job_name": job_module,
+                   "job_class": "".join(part.capitalize() for part in job_module.split("_")),
                    "queue": py_literal(queue)}
         base = app.path
         files = [

@@ -166,3 +166,18 @@ def test_the_litellm_route_is_the_litellm_client(server: FakeLLMServer) -> None:
     name, client = llm.route("openai/gpt-4o-mini")
     assert name == "litellm" and isinstance(client, LLMClient)
     assert (client.api_base, client.timeout, client.num_retries) == (server.base_url, 5, 2)
+
+
+def test_a_hosted_model_without_its_key_is_a_configuration_error_before_any_request() -> None:
+    """Issue 17 (7): no OPENAI_API_KEY names the variable instead of ending in the provider's HTTP 500."""
+    request = LLMRequest(model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(ConfigurationError, match="set the OPENAI_API_KEY environment variable") as caught:
+        asyncio.run(AutoLLM(transport="auto").complete(request))
+    assert caught.value.setting == "OPENAI_API_KEY"
+
+
+def test_a_local_server_needs_no_key(server: FakeLLMServer) -> None:
+    server.script(reply("local"))
+    request = LLMRequest(model="openai/local", messages=[{"role": "user", "content": "hi"}])
+    answer = asyncio.run(AutoLLM(transport="direct", api_base=server.base_url).complete(request))
+    assert answer.content == "local"

@@ -1,4 +1,4 @@
-"""``manage.py demo_user``: make sure the local demo login exists (``demo`` / ``demo``); DEBUG only."""
+"""``manage.py demo_user``: the local logins ``demo`` / ``demo`` and the superuser ``admin`` / ``admin``; DEBUG only."""
 
 from __future__ import annotations
 
@@ -12,15 +12,19 @@ __all__ = ["Command"]
 
 
 class Command(BaseCommand):
-    """Create the user ``demo`` with the password ``demo`` (reset it when the user exists)."""
+    """Create ``demo`` / ``demo`` and the superuser ``admin`` / ``admin`` (reset each one that exists)."""
 
-    help = "Create the local demo user 'demo' (password 'demo'). Refused unless DEBUG is on."
+    help = ("Create the local users 'demo' (password 'demo') and the superuser 'admin' (password 'admin', "
+            "for /admin/). Refused unless DEBUG is on.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        """Create or reset the demo user."""
+        """Create or reset both users."""
         if not settings.DEBUG:
-            raise CommandError("The demo user is for local development only (DEBUG is off).")
-        user, created = get_user_model().objects.get_or_create(username="demo")
-        user.set_password("demo")
-        user.save()
-        self.stdout.write(f"{'Created' if created else 'Reset'} the demo user: log in as demo / demo.")
+            raise CommandError("The demo users are for local development only (DEBUG is off).")
+        for name, staff, purpose in (("demo", False, "the chat"), ("admin", True, "the admin at /admin/")):
+            user, created = get_user_model().objects.get_or_create(username=name)
+            user.set_password(name)
+            user.is_staff = user.is_superuser = staff
+            user.save()
+            self.stdout.write(f"{'Created' if created else 'Reset'} the {name} user: log in as {name} / {name} "
+                              f"for {purpose}.")

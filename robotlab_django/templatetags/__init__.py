@@ -1,0 +1,1 @@
+"""Template filters of the RobotLab app (``{% load robotlab_format %}``)."""

@@ -1,0 +1,47 @@
+"""The demo model reads the inputs a first-hour user types (issue 17)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from robotlab.llm.types import LLMRequest
+from robotlab.testing import DemoLLM
+
+
+def _tool(name: str, description: str, parameter: str) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": {parameter: {"type": "string"}}, "required": [parameter]}}}
+
+
+def _call(text: str, *tools: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    request = LLMRequest(model="demo", messages=[{"role": "user", "content": text}], tools=list(tools))
+    response = asyncio.run(DemoLLM().complete(request))
+    call = response.tool_calls[0]
+    return call.name, json.loads(call.arguments)
+
+
+@pytest.mark.parametrize(("text", "place"), [
+    ("What's the weather in Paris?", "Paris"),
+    ("weather in New York", "New York"),
+    ("Tell me the weather", "Tell me the weather"),  # no place named: the message, as before
+])
+def test_a_place_parameter_gets_the_place(text: str, place: str) -> None:
+    assert _call(text, _tool("get_weather", "The weather in a city", "location")) == ("get_weather",
+                                                                                       {"location": place})
+
+
+def test_other_parameters_still_get_the_message() -> None:
+    assert _call("search the docs in Paris", _tool("search", "Search the docs", "query")) == (
+        "search", {"query": "search the docs in Paris"})
+
+
+@pytest.mark.parametrize(("text", "expression"), [
+    ("what is 2 ** 1000?", "2**1000"), ("17 // 5", "17//5"), ("10 % 3", "10%3"), ("12 * 3 + 4", "12*3+4")])
+def test_power_floor_division_and_modulo_are_arithmetic(text: str, expression: str) -> None:
+    assert _call(text, _tool("calculate", "Evaluate arithmetic", "expression")) == (
+        "calculate", {"expression": expression})
