@@ -70,7 +70,7 @@ network.task("synthesis", Synthesizer(
 ))
 
 
-@network.memory.subscribe(*FINDINGS)
+@network.memory.subscriber(*FINDINGS)
 def show(change: robotlab.MemoryChange) -> None:
     sys.stdout.write(f"  memory: {change.writer} wrote {change.key!r}\n")  # one write: robots run in parallel
 

@@ -26,7 +26,7 @@ changes: list[robotlab.MemoryChange] = []
 memory.subscribe("status", callback=changes.append)
 
 
-@memory.subscribe_pattern("score:*")
+@memory.pattern_subscriber("score:*")
 def on_score(change: robotlab.MemoryChange) -> None:
     print(f"   pattern score:* saw {change.key} = {change.value} (was {change.previous})")
 

@@ -21,6 +21,7 @@ from .errors import ConfigurationError
 
 __all__ = [
     "PROVIDER_DEFAULT_MODELS",
+    "PROVIDER_EXTRA_VARIABLES",
     "PROVIDER_KEY_VARIABLES",
     "Config",
     "LLMSettings",
@@ -38,7 +39,16 @@ PROVIDER_KEY_VARIABLES: dict[str, str] = {
     "mistral": "MISTRAL_API_KEY",
     "perplexity": "PERPLEXITY_API_KEY",
     "openrouter": "OPENROUTER_API_KEY",
+    "gpustack": "GPUSTACK_API_KEY",
     "xai": "XAI_API_KEY",
+    "bedrock": "AWS_ACCESS_KEY_ID",
+    "vertex_ai": "GOOGLE_CLOUD_PROJECT",
+}
+
+#: Further variables a provider needs before it is chosen as the default (besides its key variable).
+PROVIDER_EXTRA_VARIABLES: dict[str, tuple[str, ...]] = {
+    "gpustack": ("GPUSTACK_API_BASE", "GPUSTACK_MODEL"),
+    "bedrock": ("AWS_SECRET_ACCESS_KEY",),
 }
 
 #: The model used for a provider whose key is set when no model is configured.
@@ -50,21 +60,32 @@ PROVIDER_DEFAULT_MODELS: dict[str, str] = {
     "mistral": "mistral/mistral-small-latest",
     "perplexity": "perplexity/sonar",
     "openrouter": "openrouter/openai/gpt-4o-mini",
+    "gpustack": "gpustack/{GPUSTACK_MODEL}",
     "xai": "xai/grok-3-mini",
+    "bedrock": "bedrock/anthropic.claude-3-5-haiku-20241022-v1:0",
+    "vertex_ai": "vertex_ai/gemini-2.0-flash",
 }
 
 _ENVIRONMENTS = ("development", "test", "production")
 
 
-def user_config_path() -> Path:
-    """``$XDG_CONFIG_HOME/robotlab/robotlab.yml`` (``~/.config`` when the variable is unset)."""
+def user_config_path(*, seed_name: bool = False) -> Path:
+    """``$XDG_CONFIG_HOME/robotlab/robotlab.yml`` (``~/.config`` when the variable is unset).
+
+    Args:
+        seed_name: RobotLab's name instead, ``$XDG_CONFIG_HOME/robot_lab/robot_lab.yml``.
+    """
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "robotlab" / "robotlab.yml"
+    return Path(base) / "robot_lab" / "robot_lab.yml" if seed_name else Path(base) / "robotlab" / "robotlab.yml"
 
 
-def project_config_path() -> Path:
-    """``./config/robotlab.yml`` relative to the working directory."""
-    return Path.cwd() / "config" / "robotlab.yml"
+def project_config_path(*, seed_name: bool = False) -> Path:
+    """``./config/robotlab.yml`` relative to the working directory.
+
+    Args:
+        seed_name: RobotLab's name instead, ``./config/robot_lab.yml``.
+    """
+    return Path.cwd() / "config" / ("robot_lab.yml" if seed_name else "robotlab.yml")
 
 
 def _environment() -> str:
@@ -164,12 +185,14 @@ class Config(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Priority: init > env > project file > user file."""
+        """Priority: init > env > project file > user file; each file under our name wins over RobotLab's."""
         return (
             init_settings,
             env_settings,
             _YamlFile(settings_cls, project_config_path()),
+            _YamlFile(settings_cls, project_config_path(seed_name=True)),
             _YamlFile(settings_cls, user_config_path()),
+            _YamlFile(settings_cls, user_config_path(seed_name=True)),
         )
 
     @property
@@ -208,8 +231,9 @@ class Config(BaseSettings):
             order.remove(self.llm.provider)
             order.insert(0, self.llm.provider)
         for provider in order:
-            if self.provider_key(provider):
-                return PROVIDER_DEFAULT_MODELS[provider]
+            extra = PROVIDER_EXTRA_VARIABLES.get(provider, ())
+            if self.provider_key(provider) and all(os.environ.get(name) for name in extra):
+                return PROVIDER_DEFAULT_MODELS[provider].format_map(os.environ)
         return None
 
     def require_model(self) -> str:

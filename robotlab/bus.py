@@ -87,6 +87,10 @@ class RobotMessage:
         """Build a message (keyword arguments only; ``in_reply_to`` defaults to ``None``)."""
         return cls(id=id, sender=sender, content=content, in_reply_to=in_reply_to)
 
+    def to_dict(self) -> dict[str, Any]:
+        """All four fields, ``in_reply_to`` included when ``None``, under RobotLab's names (``from``)."""
+        return {"id": self.id, "from": self.sender, "content": self.content, "in_reply_to": self.in_reply_to}
+
     @property
     def key(self) -> str:
         """``"sender:id"``: the identity that replies name in :attr:`in_reply_to`."""

@@ -2,6 +2,8 @@
 
 Layers, lowest first: built-in defaults, the user file (``$XDG_CONFIG_HOME/robotlab/robotlab.yml``,
 default ``~/.config/robotlab/robotlab.yml``), the project file (``./config/robotlab.yml``),
+(each also read under RobotLab's names, ``robot_lab/robot_lab.yml`` and ``config/robot_lab.yml``,
+which ours win over when both exist),
 ``ROBOT_LAB_*`` environment variables (``__`` separates nested keys, for example
 ``ROBOT_LAB_MODEL`` or ``ROBOT_LAB_LLM__REQUEST_TIMEOUT``), then :func:`configure`.
 
@@ -28,6 +30,7 @@ from .errors import ConfigurationError
 if TYPE_CHECKING:
     from ._settings import (
         PROVIDER_DEFAULT_MODELS,
+        PROVIDER_EXTRA_VARIABLES,
         PROVIDER_KEY_VARIABLES,
         Config,
         LLMSettings,
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROVIDER_DEFAULT_MODELS",
+    "PROVIDER_EXTRA_VARIABLES",
     "PROVIDER_KEY_VARIABLES",
     "Config",
     "LLMSettings",
@@ -53,6 +57,7 @@ __all__ = [
 _LAZY = frozenset(
     {
         "PROVIDER_DEFAULT_MODELS",
+        "PROVIDER_EXTRA_VARIABLES",
         "PROVIDER_KEY_VARIABLES",
         "Config",
         "LLMSettings",

@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import TypedDict, Unpack
 
 __all__ = [
+    "RETRYABLE_CLASSES",
     "AwaitTimeout",
     "BudgetExceeded",
     "BusError",
@@ -315,9 +316,13 @@ class DelegationTimeout(RobotLabError):
 # -- retrying ------------------------------------------------------------------------------------
 
 
-def retryable_classes() -> list[type[RobotLabError]]:
-    """The error classes that are retryable by their type alone."""
-    return [InferenceError]
+RETRYABLE_CLASSES: tuple[type[RobotLabError], ...] = (InferenceError,)
+"""The error classes that are retryable by their type alone (immutable, as RobotLab's frozen list)."""
+
+
+def retryable_classes() -> tuple[type[RobotLabError], ...]:
+    """The error classes that are retryable by their type alone: :data:`RETRYABLE_CLASSES`."""
+    return RETRYABLE_CLASSES
 
 
 def is_retryable(error: BaseException | None) -> bool:

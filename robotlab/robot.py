@@ -89,6 +89,7 @@ class Robot(Runnable["RobotResult"]):
         self.local_tools: list[Tool] = robot_config.coerce_tools(settings.local_tools, self)
         self.mcp_servers = list(settings.mcp_servers)
         self.mcp = MCPToolset(self, local_tools=lambda: self.local_tools, discovery=settings.mcp_discovery)
+        self.mcp.check(self.mcp_servers, self.mcp_config)
         self.hooks = HookRegistry()
         self._options = settings
         self._llm = settings.llm

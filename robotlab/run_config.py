@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from .templates import LLM_FIELDS
 
@@ -22,6 +22,7 @@ INFRA_FIELDS = (
     "max_tool_rounds",
     "token_budget",
     "cost_budget",
+    "ractor_pool_size",
     "max_concurrent_robots",
     "doom_loop_threshold",
     "auto_compact",
@@ -33,9 +34,21 @@ NON_SERIALIZABLE_FIELDS = (*CALLBACK_FIELDS, "bus", "auto_compact")
 
 
 class RunConfig:
-    """A set of run settings; unknown names raise ``ValueError("Unknown RunConfig field: <f>")``."""
+    """A set of run settings; unknown names raise ``ValueError("Unknown RunConfig field: <f>")``.
+
+    Each field reads as an attribute (``None`` when unset) and is written with :meth:`set` or by
+    assignment (``config.max_tokens = None`` clears it). The field categories are class constants,
+    as in RobotLab; ``ractor_pool_size`` is accepted for parity and has no effect in Python.
+    """
 
     __slots__ = ("_values",)
+
+    LLM_FIELDS: ClassVar[tuple[str, ...]] = LLM_FIELDS
+    TOOL_FIELDS: ClassVar[tuple[str, ...]] = TOOL_FIELDS
+    CALLBACK_FIELDS: ClassVar[tuple[str, ...]] = CALLBACK_FIELDS
+    INFRA_FIELDS: ClassVar[tuple[str, ...]] = INFRA_FIELDS
+    FIELDS: ClassVar[tuple[str, ...]] = FIELDS
+    NON_SERIALIZABLE_FIELDS: ClassVar[tuple[str, ...]] = NON_SERIALIZABLE_FIELDS
 
     def __init__(self, **values: Any) -> None:
         self._values: dict[str, Any] = {}
@@ -62,6 +75,12 @@ class RunConfig:
         if name in FIELDS:
             return self._values.get(name)
         raise AttributeError(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "_values":
+            object.__setattr__(self, name, value)
+        else:
+            self.set(name, value)
 
     def has(self, name: str) -> bool:
         """Whether ``name`` is set."""

@@ -35,7 +35,7 @@ from .types import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 __all__ = ["OpenAICompatibleLLM"]
 
 #: litellm provider prefixes that mean "an OpenAI-compatible server"; they are not part of the model's name.
-_PREFIXES = ("openai/", "hosted_vllm/", "lm_studio/", "openai_like/")
+_PREFIXES = ("openai/", "hosted_vllm/", "lm_studio/", "openai_like/", "gpustack/")
 _RETRYABLE = frozenset({408, 409, 429})
 
 

@@ -57,6 +57,7 @@ PROVIDERS: dict[str, _Provider] = {
                              ("TOGETHER_API_KEY", "TOGETHER_AI_API_KEY", "TOGETHERAI_API_KEY", "TOGETHER_AI_TOKEN")),
     "hosted_vllm": _Provider(("HOSTED_VLLM_API_BASE",), None, ("HOSTED_VLLM_API_KEY",)),
     "lm_studio": _Provider(("LM_STUDIO_API_BASE",), None, ("LM_STUDIO_API_KEY",)),
+    "gpustack": _Provider(("GPUSTACK_API_BASE",), None, ("GPUSTACK_API_KEY",)),
 }
 
 #: Unprefixed model names litellm takes for OpenAI's own.

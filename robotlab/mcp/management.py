@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import MCPError
 from ..tools import Tool
-from .server_config import server_name
+from .server_config import check_servers, server_name
 
 if TYPE_CHECKING:
     from .client import MCPClient
@@ -59,6 +59,16 @@ class MCPToolset:
         self._errors: dict[str, MCPError] = {}
         self._skipped: set[str] = set()
         self._lock: asyncio.Lock | None = None
+
+    def check(self, servers: list[Any], setting: Any = None) -> None:
+        """Raise :class:`~robotlab.errors.ConfigurationError` for a server entry that can never work.
+
+        Args:
+            servers: the robot's ``mcp_servers`` entries (see :func:`~robotlab.mcp.server_config.check_servers`).
+            setting: the robot's ``mcp`` setting; its entries are checked too when it is a list.
+        """
+        listed = setting if isinstance(setting, list) else []
+        check_servers([*servers, *listed], robot_name=self._owner.name)
 
     @property
     def failed_server_names(self) -> list[str]:

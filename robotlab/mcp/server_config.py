@@ -16,10 +16,12 @@ process, which is what tests want (:meth:`ServerConfig.in_process`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["DEFAULT_TIMEOUT", "IN_PROCESS", "VALID_TRANSPORT_TYPES", "ServerConfig", "server_name"]
+from ..errors import ConfigurationError
+
+__all__ = ["DEFAULT_TIMEOUT", "IN_PROCESS", "VALID_TRANSPORT_TYPES", "ServerConfig", "check_servers", "server_name"]
 
 VALID_TRANSPORT_TYPES: tuple[str, ...] = ("stdio", "sse", "ws", "websocket", "streamable-http", "http")
 """The transport types a configuration may name."""
@@ -154,3 +156,55 @@ def server_name(value: Any) -> str:
     if isinstance(value, Mapping):
         return str(value.get("name") or value)
     return str(getattr(value, "name", None) or value)
+
+
+_NO_SDK_CLIENT = ("ws", "websocket")
+"""Transport types RobotLab names that the installed MCP SDK (2.x) has no client for."""
+
+
+def _bad_field(value: Any) -> str:
+    """The field of a server entry that failed :class:`ServerConfig`'s validation."""
+    if not isinstance(value, Mapping):
+        return "entry: give a dict such as {'name': 'time', 'transport': {'type': 'stdio', 'command': '...'}}"
+    if "name" not in value:
+        return "name."
+    transport = value.get("transport")
+    if not isinstance(transport, Mapping):
+        return "transport: a dict with a 'type'."
+    kind = str(transport.get("type") or "").lower()
+    if kind not in VALID_TRANSPORT_TYPES:
+        return "transport.type."
+    return "transport.command." if kind == "stdio" else "transport.url."
+
+
+def check_servers(servers: Iterable[Any], *, robot_name: str) -> None:
+    """Check, when a robot is built, that each MCP server entry can work.
+
+    A server that is down is only found at run time (a warning, as in RobotLab); an entry that
+    can never work is an error here, naming the robot, the server and the field to fix.
+
+    Args:
+        servers: the entries of ``mcp_servers=`` or of an ``mcp=`` list (dicts, configs or SDK servers).
+        robot_name: the robot being built.
+
+    Raises:
+        ConfigurationError: an entry is not a server configuration, lacks a field its transport
+            needs, or names a transport type with no client (``ws``/``websocket``).
+    """
+    for index, value in enumerate(servers):
+        if isinstance(value, str):  # a server name that selects a configured server
+            continue
+        label = f"MCP server {server_name(value)!r} (entry {index})"
+        try:
+            config = ServerConfig.from_value(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(
+                f"Robot '{robot_name}': {label} is invalid: {exc}. Fix its {_bad_field(value)}",
+                robot_name=robot_name,
+            ) from exc
+        if config.transport_type in _NO_SDK_CLIENT:
+            raise ConfigurationError(
+                f"Robot '{robot_name}': {label} uses transport.type {config.transport_type!r}, which the MCP "
+                "SDK has no client for. Serve it over 'streamable-http' (or 'sse' or 'stdio') instead.",
+                robot_name=robot_name,
+            )

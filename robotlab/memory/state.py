@@ -26,8 +26,8 @@ def check_key(key: object) -> str:
 class StateProxy(MutableMapping[str, Any]):
     """A ``str``-keyed mapping with attribute access and an optional change callback.
 
-    ``memory.data`` is one. ``proxy["tier"]`` and ``proxy.tier`` read a key (a missing key raises
-    ``KeyError`` and ``AttributeError`` respectively; ``proxy.get("tier")`` gives ``None``);
+    ``memory.data`` is one. ``proxy["tier"]`` and ``proxy.tier`` read a key (a missing key reads
+    as ``None`` through ``proxy["tier"]``, as in RobotLab, and raises ``AttributeError`` as an attribute);
     ``proxy["tier"] = "gold"`` and ``proxy.tier = "gold"`` write one. Method names (``keys``,
     ``items``, ...) are read as the methods, so use item access for such keys.
 
@@ -49,6 +49,21 @@ class StateProxy(MutableMapping[str, Any]):
             self._data[check_key(key)] = value
 
     def __getitem__(self, key: str) -> Any:
+        """The value of ``key``; a missing key reads as ``None``, as a Ruby hash does."""
+        return self._data.get(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, or ``default`` when it is missing."""
+        return self._data.get(key, default)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        """Remove ``key`` and return its value (``default`` when missing, else ``KeyError``)."""
+        return self._data.pop(key, *default)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, first setting it to ``default`` when it is missing."""
+        if key not in self._data:
+            self[key] = default
         return self._data[key]
 
     def __setitem__(self, key: str, value: Any) -> None:

@@ -23,7 +23,7 @@ from .changes import MemoryChange
 from .reserved import RESERVED_KEYS, ReservedKeys
 from .serialization import constructor_arguments, copy_arguments, to_dict
 from .state import StateProxy, check_key
-from .subscriptions import UNSET, SubscriptionRegistry
+from .subscriptions import UNSET, F, SubscriptionRegistry
 from .waiting import WaiterSet, wait_mode
 
 __all__ = ["Memory", "create_memory"]
@@ -285,7 +285,7 @@ class Memory:
                 if not present:
                     self._hear_other_processes()
                     found[name] = (True, self._waiters.wait(name, timeout))
-        return found[names[0]][1] if len(names) == 1 else {name: found[name][1] for name in names}
+        return self._result(names, found)
 
     async def aget(self, *keys: str, wait: bool | float | None = False) -> Any:
         """:meth:`get` for coroutines: waits without blocking the event loop.
@@ -301,7 +301,14 @@ class Memory:
                 if not present:
                     self._hear_other_processes()
                     found[name] = (True, await self._waiters.wait_async(name, timeout))
-        return found[names[0]][1] if len(names) == 1 else {name: found[name][1] for name in names}
+        return self._result(names, found)
+
+    @staticmethod
+    def _result(names: list[str], found: dict[str, tuple[bool, Any]]) -> Any:
+        """One key's value, or a dict of the keys present (missing keys are left out, as in RobotLab)."""
+        if len(names) == 1:
+            return found[names[0]][1]
+        return {name: found[name][1] for name in names if found[name][0]}
 
     @staticmethod
     def _names(keys: tuple[str, ...]) -> list[str]:
@@ -332,31 +339,36 @@ class Memory:
             self._subscriptions.notify_soon(change)
 
     # ---- subscriptions
-    def subscribe(self, *keys: Any, callback: Any = UNSET) -> Any:
+    def subscribe(self, *keys: Any, callback: Any = UNSET) -> str:
         """Call ``callback(change)`` whenever :meth:`set` writes one of ``keys``; returns an id.
 
-        The callback may also be the last positional argument (``subscribe("a", "b", fn)``), or
-        be decorated: ``@memory.subscribe("a")`` subscribes the function, sets its
-        ``subscription_id`` attribute when it can, and returns it unchanged.
+        The callback may also be the last positional argument (``subscribe("a", "b", fn)``); the
+        decorator form is :meth:`subscriber`.
 
         Raises:
-            ValueError: ``callback`` is ``None`` or not callable (``"Block required for
-                subscribe"``).
+            ValueError: no callable callback (``"Block required for subscribe"``).
         """
         return self._subscriptions.subscribe(keys, callback)
 
-    def subscribe_pattern(self, pattern: str, callback: Any = UNSET) -> Any:
+    def subscribe_pattern(self, pattern: str, callback: Any = UNSET) -> str:
         """Call ``callback(change)`` for every key matching the glob ``pattern``; returns an id.
 
         ``*`` matches any run of characters and ``?`` exactly one; the pattern must match the
         whole key (``"analysis:*"`` matches ``"analysis:tone"``, not ``"my_analysis:tone"``).
-        Works as a decorator too, like :meth:`subscribe`.
+        The decorator form is :meth:`pattern_subscriber`.
 
         Raises:
-            ValueError: ``callback`` is ``None`` or not callable (``"Block required for
-                subscribe_pattern"``).
+            ValueError: no callable callback (``"Block required for subscribe_pattern"``).
         """
         return self._subscriptions.subscribe_pattern(pattern, callback)
+
+    def subscriber(self, *keys: Any) -> Callable[[F], F]:
+        """``@memory.subscriber("a", "b")``: subscribes the function, sets its ``subscription_id``."""
+        return self._subscriptions.subscriber(keys)
+
+    def pattern_subscriber(self, pattern: str) -> Callable[[F], F]:
+        """A decorator form of :meth:`subscribe_pattern`: ``@memory.pattern_subscriber("score:*")``."""
+        return self._subscriptions.pattern_subscriber(pattern)
 
     def unsubscribe(self, subscription_id: str) -> bool:
         """Remove a subscription (key or pattern); whether it was found."""
@@ -374,10 +386,9 @@ class Memory:
     # ---- documents
     @property
     def document_store(self) -> DocumentStore:
-        """The :class:`~robotlab.document_store.DocumentStore` behind the ``*_document`` methods.
+        """The :class:`~robotlab.document_store.DocumentStore` of the ``*_document`` methods (not memory keys).
 
-        Created on first use with the default (lexical) embedder; assign a store to use another
-        embedder. Documents are not memory keys: :meth:`keys`, :meth:`to_dict` and copies leave them out.
+        Created on first use with the lexical embedder; assign a store to use another embedder.
         """
         with self._lock:
             if self._document_store is None:
@@ -422,10 +433,7 @@ class Memory:
         return self._reserved.results_from(start_index)
 
     def format_history(self, formatter: Callable[[Any], Iterable[Any]] | None = None) -> list[Any]:
-        """The messages followed by each result's ``formatter(result)`` items.
-
-        The default formatter gives ``result.output + result.tool_calls``.
-        """
+        """The messages, then each result's ``formatter(result)`` (default ``output + tool_calls``)."""
         return self._reserved.format_history(formatter)
 
     # ---- serialization and copies
@@ -468,6 +476,8 @@ class Memory:
         for key in self.keys():
             clone._backend.put(key, _copy.deepcopy(self[key]))
         return clone
+
+    clone = copy  # RobotLab's name
 
     def __copy__(self) -> Memory:
         return self.copy()

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from .changes import MemoryChange
 from .state import check_key
 
-__all__ = ["UNSET", "Callback", "SubscriptionRegistry", "glob_to_regex"]
+__all__ = ["UNSET", "Callback", "F", "SubscriptionRegistry", "glob_to_regex"]
 
 logger = logging.getLogger("robotlab.memory")
 
@@ -92,23 +92,32 @@ class SubscriptionRegistry:
 
     # ---- registering -------------------------------------------------------------------------
 
-    def subscribe(self, keys: tuple[Any, ...], callback: Any = UNSET) -> Any:
+    def subscribe(self, keys: tuple[Any, ...], callback: Any = UNSET) -> str:
         """Subscribe ``callback`` to ``keys``; see :meth:`Memory.subscribe` for the accepted forms."""
         if callback is UNSET and keys and callable(keys[-1]) and not isinstance(keys[-1], str):
             keys, callback = keys[:-1], keys[-1]
         names = [check_key(key) for key in keys]
-        if callback is UNSET:
-            return _decorator(lambda fn: self._add_keys(names, fn))
         return self._add_keys(names, callback)
 
-    def subscribe_pattern(self, pattern: str, callback: Any = UNSET) -> Any:
+    def subscribe_pattern(self, pattern: str, callback: Any = UNSET) -> str:
         """Subscribe ``callback`` to the keys matching the glob ``pattern``; see :meth:`Memory.subscribe_pattern`."""
+        return self._add_pattern(self._regex(pattern), callback)
+
+    def subscriber(self, keys: tuple[Any, ...]) -> Callable[[F], F]:
+        """A decorator that subscribes the function it decorates to ``keys``."""
+        names = [check_key(key) for key in keys]
+        return _decorator(lambda fn: self._add_keys(names, fn))
+
+    def pattern_subscriber(self, pattern: str) -> Callable[[F], F]:
+        """A decorator that subscribes the function it decorates to the glob ``pattern``."""
+        regex = self._regex(pattern)
+        return _decorator(lambda fn: self._add_pattern(regex, fn))
+
+    @staticmethod
+    def _regex(pattern: str) -> re.Pattern[str]:
         if not isinstance(pattern, str):
             raise TypeError(f"pattern must be str, got {type(pattern).__name__}")
-        regex = glob_to_regex(pattern)
-        if callback is UNSET:
-            return _decorator(lambda fn: self._add_pattern(regex, fn))
-        return self._add_pattern(regex, callback)
+        return glob_to_regex(pattern)
 
     def _add_keys(self, names: list[str], callback: Any) -> str:
         subscription = _Subscription(id=str(uuid.uuid4()), callback=_check_callback(callback, "subscribe"))

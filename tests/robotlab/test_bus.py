@@ -60,6 +60,13 @@ def test_robot_message_build_key_and_is_reply() -> None:
     assert RobotMessage(3, "carol", {"task": "x"}) == built
 
 
+def test_robot_message_to_dict_has_all_four_fields() -> None:
+    message = RobotMessage.build(id=1, sender="alice", content="Hello")
+    assert message.to_dict() == {"id": 1, "from": "alice", "content": "Hello", "in_reply_to": None}
+    reply = RobotMessage.build(id=2, sender="bob", content={"ok": True}, in_reply_to="alice:1")
+    assert reply.to_dict() == {"id": 2, "from": "bob", "content": {"ok": True}, "in_reply_to": "alice:1"}
+
+
 def test_robot_message_is_immutable() -> None:
     message = RobotMessage.build(id=1, sender="alice", content="Hello")
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -16,7 +16,8 @@ KEY_VARIABLES = list(config_module.PROVIDER_KEY_VARIABLES.values())
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
-    for name in [*KEY_VARIABLES, "ROBOT_LAB_MODEL", "ROBOT_LAB_ENV", "ROBOT_LAB_LLM__PROVIDER"]:
+    extra = [name for names in config_module.PROVIDER_EXTRA_VARIABLES.values() for name in names]
+    for name in [*KEY_VARIABLES, *extra, "ROBOT_LAB_MODEL", "ROBOT_LAB_ENV", "ROBOT_LAB_LLM__PROVIDER"]:
         monkeypatch.delenv(name, raising=False)
     reload_config()
     yield tmp_path
@@ -58,6 +59,56 @@ def test_files_layered_user_then_project_then_env(isolated: Path, monkeypatch: p
     assert reload_config().model == "project/test"
     monkeypatch.setenv("ROBOT_LAB_MODEL", "env/model")
     assert reload_config().model == "env/model"
+
+
+def test_the_seeds_file_names_are_read_and_ours_win(isolated: Path) -> None:
+    seed_user = isolated / "xdg" / "robot_lab" / "robot_lab.yml"
+    seed_user.parent.mkdir(parents=True)
+    seed_user.write_text("model: seed-user/model\ntemplate_path: seed_prompts\nskills_path: seed_skills\n")
+    assert reload_config().model == "seed-user/model"
+    seed_project = isolated / "config" / "robot_lab.yml"
+    seed_project.parent.mkdir()
+    seed_project.write_text("model: seed-project/model\nmax_tool_rounds: 4\n")
+    assert reload_config().model == "seed-project/model"
+    ours_user = isolated / "xdg" / "robotlab" / "robotlab.yml"
+    ours_user.parent.mkdir(parents=True)
+    ours_user.write_text("template_path: our_prompts\n")
+    (isolated / "config" / "robotlab.yml").write_text("model: our-project/model\n")
+    config = reload_config()
+    assert config.model == "our-project/model"  # ours over the seed's, in the same layer
+    assert config.template_path == "our_prompts" and config.skills_path == "seed_skills"
+    assert config.max_tool_rounds == 4  # the seed's project file still over both user files
+
+
+@pytest.mark.parametrize(
+    ("variables", "model"),
+    [
+        ({"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "us-east-1"},
+         "bedrock/anthropic.claude-3-5-haiku-20241022-v1:0"),
+        ({"GOOGLE_CLOUD_PROJECT": "proj", "GOOGLE_CLOUD_LOCATION": "us-central1"}, "vertex_ai/gemini-2.0-flash"),
+        ({"GPUSTACK_API_KEY": "gk", "GPUSTACK_API_BASE": "http://127.0.0.1:9/v1", "GPUSTACK_MODEL": "qwen3"},
+         "gpustack/qwen3"),
+        ({"AWS_ACCESS_KEY_ID": "AKIA"}, None),  # a key id alone is not credentials
+        ({"GPUSTACK_API_KEY": "gk"}, None),  # nor a key without a server and a model
+    ],
+)
+def test_bedrock_vertex_and_gpustack_join_the_default_model_fallbacks(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], model: str | None
+) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert get_config().default_model() == model
+
+
+def test_gpustack_models_go_to_its_server_with_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from robotlab.llm.transport import choose_transport, resolve_endpoint
+
+    monkeypatch.setenv("GPUSTACK_API_KEY", "gk")
+    monkeypatch.setenv("GPUSTACK_API_BASE", "http://127.0.0.1:9/v1")
+    endpoint = resolve_endpoint("gpustack/qwen3")
+    assert endpoint is not None
+    assert (endpoint.api_base, endpoint.api_key, endpoint.model) == ("http://127.0.0.1:9/v1", "gk", "qwen3")
+    assert choose_transport("gpustack/qwen3", "auto") == "direct"
 
 
 def test_invalid_yaml_file_is_a_configuration_error(isolated: Path) -> None:

@@ -33,7 +33,8 @@ def test_tree() -> None:
 )
 def test_is_retryable(error: BaseException | None, expected: bool) -> None:
     assert errors.is_retryable(error) is expected
-    assert errors.retryable_classes() == [errors.InferenceError]
+    assert errors.retryable_classes() is errors.RETRYABLE_CLASSES == (errors.InferenceError,)
+    assert isinstance(errors.RETRYABLE_CLASSES, tuple)  # immutable
 
 
 def test_ractor_boundary_error_is_gone() -> None:

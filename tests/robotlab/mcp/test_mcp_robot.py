@@ -11,7 +11,7 @@ import pytest
 
 import robotlab
 from robotlab import RunConfig
-from robotlab.errors import MCPError
+from robotlab.errors import ConfigurationError, MCPError
 from robotlab.mcp import MCPClient, ServerConfig, discover_tools, get_manager
 from robotlab.testing import FakeLLM, text, tool_call
 
@@ -111,22 +111,18 @@ def test_bad_servers_are_skipped_and_the_robot_keeps_working(
             "timeout": 1,
             "transport": {"type": "stdio", "command": python, "args": ["-c", "import time; time.sleep(120)"]},
         },
-        {"name": "invalid", "transport": {"type": "pigeon"}},
     ]
     llm = FakeLLM([tool_call("add", a=1, b=2), text("3")])
     robot = robotlab.build(name="sturdy", llm=llm, mcp_servers=[stdio_config, *bad])
     try:
         assert robot.run("add").reply == "3"
         assert tool_reply(llm)["content"] == "3"
-        assert sorted(robot.failed_mcp_server_names) == ["invalid", "missing", "quitter", "silent"]
+        assert sorted(robot.failed_mcp_server_names) == ["missing", "quitter", "silent"]
         errors = {name: str(error) for name, error in robot.mcp.errors.items()}
         assert all(isinstance(e, MCPError) for e in robot.mcp.errors.values())
         assert errors["missing"].startswith("MCP server command not found: /nonexistent/mcp-missing (")
         assert errors["quitter"] == f"MCP server process exited immediately (command: {python})"
         assert errors["silent"] == f"MCP server '{python}' did not respond within 1s"
-        assert errors["invalid"].startswith(
-            "Invalid MCP server config 'invalid': Invalid transport type: pigeon."
-        )
         assert list(robot.mcp_clients) == ["fixture"]
         assert "Robot 'sturdy' failed to connect to MCP server: missing" in caplog_robotlab.text
         assert (
@@ -135,6 +131,37 @@ def test_bad_servers_are_skipped_and_the_robot_keeps_working(
     finally:
         robot.disconnect()
     assert child_pids() <= before
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"name": "invalid", "transport": {"type": "pigeon"}},
+         "Robot 'sturdy': MCP server 'invalid' (entry 1) is invalid: Invalid transport type: pigeon. Must be one "
+         "of: stdio, sse, ws, websocket, streamable-http, http. Fix its transport.type."),
+        ({"name": "nocmd", "transport": {"type": "stdio"}},
+         "Robot 'sturdy': MCP server 'nocmd' (entry 1) is invalid: StdIO transport requires :command. "
+         "Fix its transport.command."),
+        ({"name": "nourl", "transport": {"type": "streamable-http"}},
+         "Robot 'sturdy': MCP server 'nourl' (entry 1) is invalid: Transport requires :url. Fix its transport.url."),
+        ({"name": "bare"},
+         "Robot 'sturdy': MCP server 'bare' (entry 1) is invalid: ServerConfig.__init__() missing 1 required "
+         "keyword-only argument: 'transport'. Fix its transport: a dict with a 'type'."),
+        ({"name": "ws", "transport": {"type": "websocket", "url": "ws://127.0.0.1:9/ws"}},
+         "Robot 'sturdy': MCP server 'ws' (entry 1) uses transport.type 'websocket', which the MCP SDK has no "
+         "client for. Serve it over 'streamable-http' (or 'sse' or 'stdio') instead."),
+    ],
+)
+def test_a_server_entry_that_cannot_work_is_a_configuration_error_at_build(
+    stdio_config: dict[str, Any], entry: dict[str, Any], message: str
+) -> None:
+    """Seed semantics: a bad entry fails the build naming the field; only a server that is down warns at run time."""
+    with pytest.raises(ConfigurationError) as caught:
+        robotlab.build(name="sturdy", llm=FakeLLM([text("x")]), mcp_servers=[stdio_config, entry])
+    assert str(caught.value) == message
+    assert caught.value.robot_name == "sturdy"
+    with pytest.raises(ConfigurationError, match="MCP server 'nocmd'"):
+        robotlab.build(name="sturdy", llm=FakeLLM([text("x")]), mcp=[{"name": "nocmd", "transport": {"type": "stdio"}}])
 
 
 def test_failed_server_is_retried_on_a_later_run(tmp_path: Path, caplog_robotlab: Any) -> None:

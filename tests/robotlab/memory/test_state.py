@@ -22,9 +22,12 @@ def test_state_proxy_item_and_attribute_access() -> None:
     assert proxy.extra is None
     with pytest.raises(AttributeError, match="missing"):
         _ = proxy.missing
+    assert proxy["missing"] is None  # RobotLab's StateProxy reads a missing key as nil
+    assert "missing" not in proxy  # reading it does not create it
+    assert proxy.get("missing") is None and proxy.get("missing", 7) == 7
     with pytest.raises(KeyError):
-        _ = proxy["missing"]
-    assert proxy.get("missing") is None
+        proxy.pop("missing")
+    assert proxy.pop("missing", 3) == 3 and proxy.setdefault("fresh", 5) == 5 and proxy.pop("fresh") == 5
     assert "count" in proxy and proxy.has_key("count") and not proxy.has_key("missing")
     assert len(proxy) == 3 and not proxy.is_empty
     assert StateProxy().is_empty and StateProxy(None).to_dict() == {}

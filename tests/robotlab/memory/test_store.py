@@ -166,8 +166,10 @@ def test_set_and_get() -> None:
     assert memory["sentiment"] is value
     assert memory.get("missing") is None and memory["missing"] is None
     memory["entities"] = ["a"]
-    assert memory.get("sentiment", "entities", "missing") == {"sentiment": value, "entities": ["a"],
-                                                              "missing": None}
+    # several keys: only the keys present, as in RobotLab (a key set to None is present)
+    assert memory.get("sentiment", "entities", "missing") == {"sentiment": value, "entities": ["a"]}
+    memory.set("empty", None)
+    assert memory.get("missing", "empty") == {"empty": None}
     assert list(memory.get("entities", "sentiment")) == ["entities", "sentiment"]
     assert memory.get("data", "sentiment") == {"data": memory.data, "sentiment": value}
 
@@ -283,3 +285,19 @@ def test_repr() -> None:
     memory = Memory(network_name="n")
     memory.set("k", 1)
     assert repr(memory) == "<Memory backend=hash keys=['k'] network_name='n'>"
+
+
+def test_clone_is_a_deep_isolated_copy_that_keeps_the_cache_setting() -> None:
+    memory = Memory(enable_cache=False, network_name="crew", data={"n": {"deep": 1}})
+    memory.set("k", {"v": [1]})
+    seen: list[str] = []
+    memory.subscribe("k", callback=lambda change: seen.append(change.key))
+    clone = memory.clone()
+    assert clone is not memory and not clone.enable_cache and clone.network_name == "crew"
+    assert clone.get("k") == {"v": [1]} and clone.data.to_dict() == {"n": {"deep": 1}}
+    clone.get("k")["v"].append(2)
+    clone.data["n"]["deep"] = 2
+    clone.set("k2", 1)
+    assert memory.get("k") == {"v": [1]} and memory.data["n"] == {"deep": 1} and "k2" not in memory
+    assert seen == [] and not clone.is_subscribed("k")  # no subscriptions carried, no notifications
+    assert Memory().clone().enable_cache

@@ -38,7 +38,7 @@ def test_subscribe_callback_forms() -> None:
     calls: list[str] = []
     positional = memory.subscribe("a", "b", lambda change: calls.append(f"positional:{change.key}"))
 
-    @memory.subscribe("a")
+    @memory.subscriber("a")
     def decorated(change: MemoryChange) -> None:
         calls.append(f"decorated:{change.key}")
 
@@ -55,13 +55,17 @@ def test_subscribe_requires_a_callback() -> None:
     with pytest.raises(ValueError, match="^Block required for subscribe$"):
         memory.subscribe("k", callback=None)
     with pytest.raises(ValueError, match="^Block required for subscribe$"):
-        memory.subscribe("k")("not callable")
+        memory.subscribe("k")  # RobotLab: subscribe without a block raises
+    with pytest.raises(ValueError, match="^Block required for subscribe$"):
+        memory.subscriber("k")("not callable")
     with pytest.raises(ValueError, match="^Block required for subscribe_pattern$"):
         memory.subscribe_pattern("k*", None)
     with pytest.raises(ValueError, match="^Block required for subscribe_pattern$"):
         memory.subscribe_pattern("k*", callback=42)
     with pytest.raises(ValueError, match="^Block required for subscribe_pattern$"):
-        memory.subscribe_pattern("k*")(None)
+        memory.subscribe_pattern("k*")
+    with pytest.raises(ValueError, match="^Block required for subscribe_pattern$"):
+        memory.pattern_subscriber("k*")(None)
     assert not memory.is_subscribed("k")
 
 
@@ -231,7 +235,7 @@ def test_pattern_decorator() -> None:
     memory = Memory()
     seen: list[str] = []
 
-    @memory.subscribe_pattern("k*")
+    @memory.pattern_subscriber("k*")
     def on_k(change: MemoryChange) -> None:
         seen.append(change.key)
 
