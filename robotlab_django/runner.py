@@ -63,6 +63,17 @@ def _store_failure(row: Any, error: BaseException, work: Work | None, started: f
                    fields["error_type"], fields["error"])
 
 
+def _stopped(texts: list[str], work: Work | None, started: float) -> dict[str, Any]:
+    """What a cancelled run keeps: its messages and tokens, and its reply so far when it streamed any.
+
+    With no text of its own, the reply the cancel stored (from the run's stored events) stays.
+    """
+    fields: dict[str, Any] = {"duration": time.monotonic() - started, **(work.partial() if work else {})}
+    if texts:
+        fields["reply"] = "".join(texts)
+    return fields
+
+
 async def aexecute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any] | None = None,
                    on_event: EventCallback | None = None, raise_errors: bool = True) -> Any:
     """Run the claimed (``running``) ``row``'s robot or network and store what it did.
@@ -101,17 +112,23 @@ async def aexecute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any
         await blocking(run_watch.park, row, parked.request.to_dict(), work.partial() if work else None)
         return row
     except run_watch.RunCancelledError:
-        await run_watch.astop_cancelled(row, {"reply": "".join(texts), "duration": time.monotonic() - started,
-                                                **(work.partial() if work else {})})
+        await run_watch.astop_cancelled(row, _stopped(texts, work, started))
         return row
     except Exception as exc:
         await blocking(_store_failure, row, exc, work, started)
+        if row.status == Status.CANCELLED:  # cancelled before the failure was stored: the cancel wins
+            await run_watch.astop_cancelled(row, _stopped(texts, work, started))
+            return row
         if work is None:  # it failed before streaming anything: tell the watchers
             await apublish_failure(row, row.error, row.error_type)
         if raise_errors:
             raise RunFailedError(row) from exc
         return row
-    await blocking(store_outcome, row, work.completed(row, value, time.monotonic() - started))
+    outcome = work.completed(row, value, time.monotonic() - started)
+    if not await blocking(store_outcome, row, outcome):  # cancelled as it finished: the cancel wins
+        await run_watch.astop_cancelled(row, {**_stopped(texts, work, started), "reply": outcome.fields.get("reply")
+                                              or "".join(texts)})
+        return row
     if raise_errors and row.status == Status.FAILED:
         raise RunFailedError(row)
     return row
