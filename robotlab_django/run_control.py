@@ -26,7 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from robotlab.errors import RobotLabError
-from robotlab.streaming import HITL_RESOLVED, RUN_CANCELLED, RUN_FAILED, STREAM_ENDED, TEXT_DELTA
+from robotlab.streaming import HITL_RESOLVED, RUN_CANCELLED, RUN_FAILED, STREAM_ENDED
 from robotlab.tools.ask import resolve_answer
 
 from . import run_watch
@@ -35,7 +35,7 @@ from .conf import app_settings
 from .event_stream import publish_events
 
 __all__ = ["CANCELLABLE", "NotAwaitingError", "NotOwnerError", "RunControlError", "RunFinishedError", "answer",
-           "cancel", "expire_parked", "is_owner", "streamed_reply"]
+           "cancel", "expire_parked", "is_owner"]
 
 #: The statuses a cancel applies to.
 CANCELLABLE = (Status.QUEUED, Status.RUNNING, Status.RETRYING, Status.AWAITING)
@@ -152,7 +152,7 @@ def cancel(row: Any, user: Any = None, *, staff: bool = False, check_owner: bool
     with transaction.atomic():
         # a running run keeps, from this moment, the reply it streamed so far (its runner, when it stops,
         # stores what it produced up to then); children keep their own columns
-        own = {**fields, "reply": streamed_reply(row)} if previous == Status.RUNNING else fields
+        own = {**fields, "reply": run_watch.streamed_reply(row)} if previous == Status.RUNNING else fields
         if previous not in CANCELLABLE or not type(row).objects.filter(pk=row.pk, status=previous).update(**own):
             raise RunFinishedError(row, f"Run {row.pk} is {_fresh(row).status}: it finished, nothing to cancel.")
         idle = list(type(row).objects.filter(parent_id=row.pk, status__in=[Status.QUEUED, Status.RETRYING,
@@ -166,13 +166,6 @@ def cancel(row: Any, user: Any = None, *, staff: bool = False, check_owner: bool
     for task in idle:
         publish_events(task, [(RUN_CANCELLED, {"robot": task.robot_name}), (STREAM_ENDED, {})])
     return _fresh(row)
-
-
-def streamed_reply(row: Any) -> str:
-    """The text ``row``'s run has streamed so far, from its stored events (a network task's text left out)."""
-    events = app_settings.event_model().objects.filter(result_id=row.pk, kind=TEXT_DELTA)
-    deltas = events.order_by("seq").values_list("data", flat=True)
-    return "".join(str(data.get("text") or "") for data in deltas if isinstance(data, dict) and "task" not in data)
 
 
 def _turn_of_tasks(row: Any) -> bool:
