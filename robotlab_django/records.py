@@ -182,14 +182,21 @@ def outcome_fields(result: Any, *, messages: list[dict[str, Any]]) -> dict[str, 
     }
 
 
-def save_row(row: Any, fields: dict[str, Any]) -> None:
-    """Store a finished run's ``fields`` on ``row`` (and the instance), stamping it and its thread."""
+def save_row(row: Any, fields: dict[str, Any]) -> bool:
+    """Store a finished run's ``fields`` on ``row`` (and the instance), stamping it and its thread.
+
+    The first end a run reaches wins: a row cancelled meanwhile keeps ``cancelled`` (nothing is written
+    and ``False`` is returned; :mod:`robotlab_django.run_watch` stores what the run produced).
+    """
     now = timezone.now()
     fields.update(finished_at=now, updated_at=now)
-    type(row).objects.filter(pk=row.pk).update(**fields)
+    if not type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED).update(**fields):
+        row.status = Status.CANCELLED
+        return False
     app_settings.thread_model().objects.filter(pk=row.thread_id).update(updated_at=now)
     for name, value in fields.items():
         setattr(row, name, value)
+    return True
 
 
 @dataclass
@@ -206,11 +213,20 @@ class Outcome:
     delegated: list[dict[str, Any]] = field(default_factory=list)
 
 
-def store_outcome(row: Any, outcome: Outcome) -> None:
-    """Store ``outcome`` on ``row`` in one transaction: its delegated rows first, then the row itself."""
+def store_outcome(row: Any, outcome: Outcome) -> bool:
+    """Store ``outcome`` on ``row`` in one transaction: its delegated rows first, then the row itself.
+
+    Returns ``False``, storing nothing, when the row was cancelled before it could finish (the row is
+    locked by the first update, so a cancel either lands before it, and wins, or waits and finds the run
+    finished).
+    """
     with transaction.atomic():
+        if not type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED).update(
+                updated_at=timezone.now()):
+            row.status = Status.CANCELLED
+            return False
         if outcome.delegated:
             thread = app_settings.thread_model().objects.get(pk=row.thread_id)
             for columns in outcome.delegated:
                 append_result(thread, **columns)
-        save_row(row, outcome.fields)
+        return save_row(row, outcome.fields)

@@ -150,7 +150,10 @@ def cancel(row: Any, user: Any = None, *, staff: bool = False, check_owner: bool
     now = timezone.now()
     fields = {"status": Status.CANCELLED, "error": "", "error_type": "", "finished_at": now, "updated_at": now}
     with transaction.atomic():
-        if previous not in CANCELLABLE or not type(row).objects.filter(pk=row.pk, status=previous).update(**fields):
+        # a running run keeps, from this moment, the reply it streamed so far (its runner, when it stops,
+        # stores what it produced up to then); children keep their own columns
+        own = {**fields, "reply": run_watch.streamed_reply(row)} if previous == Status.RUNNING else fields
+        if previous not in CANCELLABLE or not type(row).objects.filter(pk=row.pk, status=previous).update(**own):
             raise RunFinishedError(row, f"Run {row.pk} is {_fresh(row).status}: it finished, nothing to cancel.")
         idle = list(type(row).objects.filter(parent_id=row.pk, status__in=[Status.QUEUED, Status.RETRYING,
                                                                            Status.AWAITING]))

@@ -23,14 +23,14 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from robotlab.errors import RobotLabError
-from robotlab.streaming import RUN_CANCELLED, STREAM_ENDED
+from robotlab.streaming import RUN_CANCELLED, STREAM_ENDED, TEXT_DELTA
 
 from .abstract_models import Status
 from .conf import app_settings
 from .event_stream import apublish_events
 from .sync_bridge import blocking
 
-__all__ = ["RunCancelledError", "astop_cancelled", "park", "wake", "watch"]
+__all__ = ["RunCancelledError", "astop_cancelled", "park", "streamed_reply", "wake", "watch"]
 
 T = TypeVar("T")
 
@@ -74,7 +74,19 @@ def park(row: Any, request: dict[str, Any], partial: dict[str, Any] | None = Non
     return True
 
 
+def streamed_reply(row: Any) -> str:
+    """The text ``row``'s run has streamed so far: its stored ``text.delta`` events (a network task's left out).
+
+    A cancelled run keeps this as its reply, so the row says what its watchers saw and what a reconnecting
+    client replays, whether or not its runner had noticed the cancel yet.
+    """
+    events = app_settings.event_model().objects.filter(result_id=row.pk, kind=TEXT_DELTA)
+    deltas = events.order_by("seq").values_list("data", flat=True)
+    return "".join(str(data.get("text") or "") for data in deltas if isinstance(data, dict) and "task" not in data)
+
+
 def _store_stopped(row: Any, fields: dict[str, Any]) -> None:
+    fields = {**fields, "reply": streamed_reply(row)}
     now = timezone.now()
     type(row).objects.filter(pk=row.pk, status=Status.CANCELLED).update(**fields, finished_at=now, updated_at=now)
     for name, value in fields.items():
@@ -83,8 +95,8 @@ def _store_stopped(row: Any, fields: dict[str, Any]) -> None:
 
 
 async def astop_cancelled(row: Any, partial: dict[str, Any]) -> None:
-    """Keep what the cancelled ``row`` produced so far (``partial`` columns: reply, messages, tokens) and send
-    ``run.cancelled`` and ``stream.ended``."""
+    """Keep what the cancelled ``row`` produced so far (``partial`` columns: messages, tokens; the reply is the
+    text it streamed, :func:`streamed_reply`) and send ``run.cancelled`` and ``stream.ended``."""
     await blocking(_store_stopped, row, partial)
     await apublish_events(row, [(RUN_CANCELLED, {"robot": row.robot_name}), (STREAM_ENDED, {})])
 

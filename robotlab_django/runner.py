@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from robotlab.errors import RobotLabError
-from robotlab.streaming import TEXT_DELTA, Event
+from robotlab.streaming import Event
 from robotlab.tools.parking import RunParked
 
 from . import claims, network_turns, run_watch
@@ -63,6 +63,11 @@ def _store_failure(row: Any, error: BaseException, work: Work | None, started: f
                    fields["error_type"], fields["error"])
 
 
+def _stopped(work: Work | None, started: float) -> dict[str, Any]:
+    """What a cancelled run keeps besides the text it streamed: its messages, tokens and duration."""
+    return {"duration": time.monotonic() - started, **(work.partial() if work else {})}
+
+
 async def aexecute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any] | None = None,
                    on_event: EventCallback | None = None, raise_errors: bool = True) -> Any:
     """Run the claimed (``running``) ``row``'s robot or network and store what it did.
@@ -82,36 +87,33 @@ async def aexecute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any
     """
     started = time.monotonic()
     work: Work | None = None
-    texts: list[str] = []
-
-    def collect(event: Event) -> None:
-        if event.kind == TEXT_DELTA and "task" not in event.data:
-            texts.append(str(event.data.get("text") or ""))
-        if on_event is not None:
-            on_event(event)
-
     try:
         work = await blocking(prepare, row, llm=llm, options=robot_options)
         prepared = work
         value = await run_watch.watch(row, astream_run(
             row.thread_id, row.pk,
             lambda callback: prepared.arun(prepared.message, run_id=row.run_id, on_event=callback),
-            on_event=collect))
+            on_event=on_event))
     except RunParked as parked:  # no process waits: the answer queues the row again
         await blocking(run_watch.park, row, parked.request.to_dict(), work.partial() if work else None)
         return row
     except run_watch.RunCancelledError:
-        await run_watch.astop_cancelled(row, {"reply": "".join(texts), "duration": time.monotonic() - started,
-                                                **(work.partial() if work else {})})
+        await run_watch.astop_cancelled(row, _stopped(work, started))
         return row
     except Exception as exc:
         await blocking(_store_failure, row, exc, work, started)
+        if row.status == Status.CANCELLED:  # cancelled before the failure was stored: the cancel wins
+            await run_watch.astop_cancelled(row, _stopped(work, started))
+            return row
         if work is None:  # it failed before streaming anything: tell the watchers
             await apublish_failure(row, row.error, row.error_type)
         if raise_errors:
             raise RunFailedError(row) from exc
         return row
-    await blocking(store_outcome, row, work.completed(row, value, time.monotonic() - started))
+    outcome = work.completed(row, value, time.monotonic() - started)
+    if not await blocking(store_outcome, row, outcome):  # cancelled as it finished: the cancel wins
+        await run_watch.astop_cancelled(row, _stopped(work, started))
+        return row
     if raise_errors and row.status == Status.FAILED:
         raise RunFailedError(row)
     return row

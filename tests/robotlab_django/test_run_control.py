@@ -175,6 +175,59 @@ def test_cancel_stops_a_streaming_reply_within_a_second_and_keeps_the_partial_te
     assert _kinds(row)[-2:] == ["run.cancelled", "stream.ended"]
 
 
+def test_a_cancel_stores_the_reply_streamed_so_far_at_once(planner: None, owner: Any) -> None:
+    """The cancel itself keeps the text the run streamed (its stored events), so the row is never ``cancelled``
+    with an empty reply while its runner, maybe in another process, has not noticed yet."""
+    thread = Thread.objects.create(user=owner, robot_name="planner")
+    row = start_run(thread, "planner", "Write a lot")
+    RobotResult.objects.filter(pk=row.pk).update(status=Status.RUNNING)
+    for seq, data in enumerate([{"text": "Hel"}, {"text": "lo "}, {"text": "other", "task": "t"}, {"text": "you"}], 1):
+        RunEvent.objects.create(thread=thread, result=row, run_id=row.run_id, seq=seq, kind="text.delta", ts=0.0,
+                                data=data)
+    RunEvent.objects.create(thread=thread, result=row, run_id=row.run_id, seq=5, kind="step.started", ts=0.0,
+                            data={"text": "not a delta"})
+    cancelled = run_control.cancel(row, owner)
+    assert cancelled.status == Status.CANCELLED and cancelled.reply == "Hello you"
+
+
+class CancelledMidCall:
+    """Finishes its reply normally, but the row is cancelled (as from another process) while it answers."""
+
+    def __init__(self, pk: Any) -> None:
+        self.pk = pk
+
+    async def complete(self, request: LLMRequest, *, on_text: Any = None) -> LLMResponse:
+        if on_text is not None:
+            on_text("All ")
+        await asyncio.to_thread(self._cancel)
+        if on_text is not None:
+            on_text("done.")
+        return LLMResponse(content="All done.", finish_reason="stop")
+
+    def _cancel(self) -> None:
+        try:
+            RobotResult.objects.filter(pk=self.pk).update(status=Status.CANCELLED)
+        finally:
+            connections.close_all()
+
+
+def test_a_run_that_finishes_as_it_is_cancelled_stays_cancelled_with_its_reply(
+        settings: Any, planner: None, owner: Any, postgres: None) -> None:
+    """The first end written wins: the cancel landed before the finished run was stored, so the row stays
+    ``cancelled`` (keeping the whole reply) and its last events say so, not ``completed``. On PostgreSQL: the
+    in-memory SQLite database locks whole tables against the second connection that cancels."""
+    thread = Thread.objects.create(user=owner, robot_name="planner")
+    row = start_run(thread, "planner", "Say done")
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "LLM": lambda: CancelledMidCall(row.pk), "CANCEL_POLL_INTERVAL": 60}
+    result = services.execute_run(row.pk, raise_errors=False)
+    assert result.status == Status.CANCELLED
+    row.refresh_from_db()
+    assert row.status == Status.CANCELLED and row.reply == "All done."
+    assert _kinds(row)[-2:] == ["run.cancelled", "stream.ended"]
+    with pytest.raises(run_control.RunFinishedError, match="it finished, nothing to cancel"):
+        run_control.cancel(row, owner)
+
+
 def test_a_network_task_that_asks_parks_its_row_and_the_turn_waits_until_the_answer(
         scripted_llm: Callable[..., FakeLLM], settings: Any, clean_registry: None, owner: Any) -> None:
     from robotlab.network import create_network
