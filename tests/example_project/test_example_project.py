@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "example_project"
 MANAGE = PROJECT / "manage.py"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PAYLOAD = "<script>window.__pwned = 1</script><b>bold?</b>"
 #: Variables that would take the project off its embedded default.
 CLEARED = ("DATABASE_URL", "REDIS_URL", "ROBOTLAB_EXECUTOR", "DJANGO_SETTINGS_MODULE", "ROBOT_LAB_MODEL",
