@@ -432,3 +432,15 @@ def test_the_terminal_counts_tool_calls_in_english() -> None:
     assert module.summary(12, 4, 1) == "[12 in / 4 out tokens, 1 tool call]"
     assert module.summary(12, 4, 0) == "[12 in / 4 out tokens, 0 tool calls]"
     assert module.summary(12, 4, 2).endswith("2 tool calls]")
+
+
+def test_the_tour_pages_fit_at_1400_and_390_px(live_site: str) -> None:
+    """Issue 17: the chat page, the admin's runs, one run and the usage page overflow at neither width.
+
+    ``scripts/screenshots.py`` makes the docs' tour pictures after the same check; here it only checks.
+    """
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "scripts" / "screenshots.py")
+    assert spec is not None and spec.loader is not None
+    screenshots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(screenshots)
+    assert screenshots.capture(live_site, None) == []

@@ -102,3 +102,6 @@ def instant_demo_llm() -> Any:
     from robotlab.testing import DemoLLM
 
     return DemoLLM(delay=0)
+
+
+instant_demo_llm.is_demo_model = True  # type: ignore[attr-defined]  # the pages announce the demo model
