@@ -6,10 +6,10 @@
 It serves the example project on the embedded default (a fresh SQLite database in a temporary folder,
 the offline demo model), logs in as the local superuser ``admin``, has one conversation with a tool call,
 then opens the chat page, the admin's list of runs, one run's admin page and the usage page at 1,400 and
-390 px wide. A
-page overflows when the document scrolls sideways or an element reaches past the viewport's right edge
-(outside a box that scrolls on its own, such as a code block); at 1,400 px no box may scroll sideways either. Each overflow is printed and the script
-exits 1, before any picture is written. ``tests/example_project`` runs the same check in CI.
+390 px wide. A page overflows when the document scrolls sideways or an element reaches past the viewport's
+right edge (outside a box that scrolls on its own, such as a code block); at 1,400 px no box may scroll
+sideways either. Each overflow is printed and the script exits 1, before any picture is written.
+``tests/example_project`` runs the same check in CI.
 """
 
 from __future__ import annotations
