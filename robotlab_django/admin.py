@@ -31,12 +31,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.html import format_html
 from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
 from . import services
-from .admin_control import cancel_runs, pending_question
+from .admin_control import cancel_runs, status_and_question
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
 from .erasure_admin import erase_owners
@@ -336,8 +338,8 @@ def _result_change_url_name(model: type[models.Model]) -> str:
 class RobotResultAdmin(_URLs, admin.ModelAdmin):
     """Robot results, read-only: filters, search, tokens and cost with totals, and a usage page."""
 
-    list_display = ("__str__", "thread_link", "status", pending_question, "llm_model", "input_tokens",
-                    "output_tokens", "cost_display", "duration_display", "created_at")
+    list_display = ("__str__", "thread_link", status_and_question, "llm_model", "tokens_display",
+                    "cost_display", "duration_display", "created_display")
     actions = (cancel_runs,)
     list_filter = ("robot_name", "status", "model", "created_at")
     search_fields = ("thread__session_id", "input", "reply", "checksum", "run_id", "task_id")
@@ -372,7 +374,18 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
         thread_opts = obj.thread._meta
         url = reverse(f"admin:{thread_opts.app_label}_{thread_opts.model_name}_change", args=[obj.thread_id],
                       current_app=self.admin_site.name)
-        return format_html('<a href="{}">{}</a>', url, _short(obj.thread.session_id, 40))
+        session = str(obj.thread.session_id)
+        return format_html('<a href="{}" title="{}" class="robotlab-nowrap">{}</a>', url, session, session[:8])
+
+    @admin.display(description=_("tokens in / out"), ordering="input_tokens")
+    def tokens_display(self, obj: Any) -> str:
+        """Input and output tokens, in one narrow column."""
+        return f"{obj.input_tokens or 0} / {obj.output_tokens or 0}"
+
+    @admin.display(description=_("created"), ordering="created_at")
+    def created_display(self, obj: Any) -> str:
+        """When the run was queued, in the site's time zone: ``2026-12-03 17:46``."""
+        return date_format(timezone.localtime(obj.created_at), "Y-m-d H:i") if obj.created_at else ""
 
     @admin.display(description=_("model"), ordering="model")
     def llm_model(self, obj: Any) -> str:

@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy as _
 
 from . import run_control
 
-__all__ = ["cancel_runs", "pending_question"]
+__all__ = ["cancel_runs", "pending_question", "status_and_question"]
 
 
 @admin.display(description=_("pending question"))
@@ -24,6 +24,13 @@ def pending_question(obj: Any) -> str:
     text = str(question.get("question") or "")
     choices = question.get("choices") or []
     return f"{text} [{' / '.join(str(choice) for choice in choices)}]" if text and choices else text
+
+
+@admin.display(description=_("status"), ordering="status")
+def status_and_question(obj: Any) -> str:
+    """The run's status; for an awaiting run, the question it waits on too (one column keeps lists narrow)."""
+    question = pending_question(obj)
+    return f"{obj.get_status_display()}: {question}" if question and obj.status == "awaiting" else obj.status
 
 
 @admin.action(description=_("Cancel the selected runs"), permissions=["view"])

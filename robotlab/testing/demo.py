@@ -73,10 +73,11 @@ class DemoLLM:
     """The offline demo model.
 
     Args:
-        delay: Seconds between streamed words (0 for tests; ~0.02 makes streaming visible).
+        delay: Seconds between streamed words: 0.02 by default, so a chat page shows the reply
+            streaming as a real model's would; 0 answers at once (for tests).
     """
 
-    def __init__(self, *, delay: float = 0.0) -> None:
+    def __init__(self, *, delay: float = 0.02) -> None:
         self.delay = delay
         self._calls = 0
 

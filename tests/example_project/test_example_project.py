@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
+from tests.browser import CHROMIUM, CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "example_project"
 MANAGE = PROJECT / "manage.py"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PAYLOAD = "<script>window.__pwned = 1</script><b>bold?</b>"
 #: Variables that would take the project off its embedded default.
 CLEARED = ("DATABASE_URL", "REDIS_URL", "ROBOTLAB_EXECUTOR", "DJANGO_SETTINGS_MODULE", "ROBOT_LAB_MODEL",
@@ -433,3 +432,15 @@ def test_the_terminal_counts_tool_calls_in_english() -> None:
     assert module.summary(12, 4, 1) == "[12 in / 4 out tokens, 1 tool call]"
     assert module.summary(12, 4, 0) == "[12 in / 4 out tokens, 0 tool calls]"
     assert module.summary(12, 4, 2).endswith("2 tool calls]")
+
+
+def test_the_tour_pages_fit_at_1400_and_390_px(live_site: str) -> None:
+    """Issue 17: the chat page, the admin's runs, one run and the usage page overflow at neither width.
+
+    ``scripts/screenshots.py`` makes the docs' tour pictures after the same check; here it only checks.
+    """
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "scripts" / "screenshots.py")
+    assert spec is not None and spec.loader is not None
+    screenshots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(screenshots)
+    assert screenshots.capture(live_site, None) == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 import dj_database_url
 
@@ -74,7 +75,8 @@ ROBOTLAB = {
     # and register their fan-out network (tests/robotlab_django/fanout.py) by dotted path
     "NETWORKS": json.loads(os.environ.get("ROBOTLAB_TEST_NETWORKS", "{}")),
     "NETWORK_MEMORY_URL": os.environ.get("ROBOTLAB_TEST_MEMORY_URL") or None,
-    "LLM": os.environ.get("ROBOTLAB_TEST_LLM", "robotlab.testing.DemoLLM"),  # benchmarks/streaming.py paces it
+    # the demo model without its streaming pace; benchmarks/streaming.py paces it its own way
+    "LLM": os.environ.get("ROBOTLAB_TEST_LLM") or "tests.robotlab_django.settings.instant_demo_llm",
     # the hung-Redis fault test gives up on a send sooner than the 5 s default
     "STREAM_PUBLISH_TIMEOUT": float(os.environ.get("ROBOTLAB_TEST_PUBLISH_TIMEOUT", "5")),
 }
@@ -93,3 +95,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+
+
+def instant_demo_llm() -> Any:
+    """The offline demo model answering at once (its default pace, 20 ms a word, is for people watching)."""
+    from robotlab.testing import DemoLLM
+
+    return DemoLLM(delay=0)
+
+
+instant_demo_llm.is_demo_model = True  # type: ignore[attr-defined]  # the pages announce the demo model

@@ -298,3 +298,13 @@ def test_the_post_endpoints_answer_and_cancel_for_the_owner_only(scripted_llm: C
     assert answered.status_code == 202 and answered.json()["result"]["status"] == "completed"
     again = client.post(cancel_url, **json_accept)
     assert again.status_code == 409 and "nothing to cancel" in again.json()["error"]
+
+
+def test_the_admin_lists_awaiting_runs_with_their_question(scripted_llm: Callable[..., FakeLLM], planner: None,
+                                                           owner: Any, admin_client: Any) -> None:
+    """Issue 13: staff find the parked runs by status, and the list shows the question each waits on."""
+    row, _ = _park(scripted_llm, owner)
+    body = admin_client.get("/admin/robotlab/robotresult/?status=awaiting").content.decode()
+    assert "awaiting an answer: Which plan? [basic / pro]" in body
+    assert f"/admin/robotlab/robotresult/{row.pk}/change/" in body
+    assert "Which plan?" not in admin_client.get("/admin/robotlab/robotresult/?status=completed").content.decode()

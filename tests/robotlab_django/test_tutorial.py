@@ -1,9 +1,11 @@
 """docs/django/tutorial.md, followed literally: its commands and files are read from the page and run.
 
 A fresh ``django-admin startproject`` site gets the page's settings, URLs and ``asgi.py``, runs the page's
-commands in order (``manage.py check`` must print no RobotLab warning), then daphne serves it: the login
-page and the app's static files answer, and the admin shows the tutorial's superuser. The page's
-``pip install`` line is checked against the extras instead of run (the suite's environment has them).
+commands in order (``manage.py check`` must print no RobotLab warning, both test runners run the generated
+tests), then daphne serves it and Chromium does what the page's last step says: log in as the tutorial's
+superuser, start a conversation, watch the reply stream in over the websocket, and open the admin, where
+the run shows. The page's ``pip install`` line is checked against the extras instead of run (the suite's
+environment has them).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.browser import launch
 
 pytestmark = pytest.mark.slow
 
@@ -128,7 +132,59 @@ def test_following_the_tutorial_gives_a_working_site(tmp_path: Path) -> None:
         assert status == 200 and 'id="rl-login"' in login
         assert _get(f"{base}/static/robotlab/robotlab.css", deadline=deadline)[0] == 200
         assert _get(f"{base}/static/robotlab/robotlab.js", deadline=deadline)[0] == 200
+        _chat_and_admin(base)
     finally:
         if server is not None:
             server.terminate()
             server.wait(timeout=10)
+
+
+#: Records the last reply's text at every change, to tell a streamed reply from one that arrived whole.
+RECORD_REPLIES = """() => {
+  window.__replies = [];
+  new MutationObserver(() => {
+    const texts = document.querySelectorAll(".rl-message.assistant .rl-text");
+    if (texts.length) { window.__replies.push(texts[texts.length - 1].textContent); }
+  }).observe(document.getElementById("rl-messages"), {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def _chat_and_admin(base: str) -> None:
+    """The page's step 6 in Chromium: log in as admin/admin, chat and see tokens stream, open the admin."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    expect = sync_api.expect
+    with sync_api.sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            page.goto(base + "/")
+            assert "/accounts/login/" in page.url  # the chat pages ask for a login, and the login page exists
+            page.fill("#id_username", "admin")
+            page.fill("#id_password", "admin")
+            page.click("#rl-login")
+            page.click("#rl-new-thread")
+            page.wait_for_selector("#robotlab-chat")
+            expect(page.locator("#rl-connection")).to_have_text("live")  # the websocket is open
+            page.evaluate(RECORD_REPLIES)
+            message = " ".join(f"word{index}" for index in range(40))
+            page.fill("#rl-input", message)
+            page.click("#rl-send")
+            reply = page.locator(".rl-message.assistant .rl-text").last
+            expect(reply).to_contain_text("word39")
+            expect(page.locator(".rl-message.assistant .rl-status").last).to_be_empty()
+            final = reply.text_content() or ""
+            snapshots: list[str] = page.evaluate("window.__replies")
+            partial = [text for text in snapshots if text and text != final and final.startswith(text)]
+            assert len(partial) >= 3, f"the reply did not stream ({page.text_content('#rl-connection')!r}): {snapshots}"
+            # the header links the admin for staff; the run is there with its robot
+            page.click(".rl-admin-link")
+            expect(page.locator("#site-name")).to_be_visible()
+            page.get_by_role("link", name="Robot results").first.click()
+            rows = page.locator("#result_list tbody tr")
+            expect(rows).to_have_count(1)
+            assert "chat" in (rows.first.text_content() or "").lower()
+            rows.first.locator("th a, td a").first.click()
+            expect(page.locator("body")).to_contain_text("word39")
+        finally:
+            browser.close()

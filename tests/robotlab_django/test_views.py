@@ -302,3 +302,14 @@ def test_the_header_offers_logout_and_the_admin_to_staff(alice: Any, settings: A
     alice.save()
     html = logged_in(alice).get(reverse("robotlab:thread_list")).content.decode()
     assert 'class="rl-admin-link" href="/admin/"' in html
+
+
+def test_the_chat_header_names_the_conversation_not_its_uuid(alice: Any) -> None:
+    """Issue 17: the header showed the thread's raw session UUID; it shows the first message, the UUID on hover."""
+    thread = new_thread(alice)
+    page = logged_in(alice).get(reverse("robotlab:chat", kwargs={"pk": thread.pk})).content.decode()
+    assert '<small class="rl-meta" id="rl-thread-title" title="' + str(thread.session_id) + '">New conversation' in page
+    Thread.objects.filter(pk=thread.pk).update(initial_input="Plan my <trip> to Lisbon")
+    page = logged_in(alice).get(reverse("robotlab:chat", kwargs={"pk": thread.pk})).content.decode()
+    assert ">Plan my &lt;trip&gt; to Lisbon</small>" in page
+    assert f">{thread.session_id}<" not in page
