@@ -3,7 +3,8 @@
 It needs no key and no network. It calls a tool when the request plainly asks for one
 (a tool whose name or description shares a word with the message, or ``calculate`` for
 arithmetic), then answers in words using the tool's result, streaming word by word.
-It is a stand-in that makes every part of a page work, not a language model.
+Asked about Markdown, it answers with a sample of it (a list, a table, a code block and a link), as a
+real model's replies are. It is a stand-in that makes every part of a page work, not a language model.
 """
 
 from __future__ import annotations
@@ -50,6 +51,25 @@ _STOP = {
     "your",
     "how",
 }
+
+
+#: The reply to a message that mentions Markdown: what a chat page must render.
+MARKDOWN_SAMPLE = """Here is some **Markdown**, as a real model writes it:
+
+- a list item
+- another, with `inline code`
+
+| robot | role |
+|---|---|
+| planner | plans |
+| writer | writes |
+
+```python
+def greet(name: str) -> str:
+    return f"Hello, {name}!"
+```
+
+Read more in the [RobotLab docs](https://github.com/MadBomber/robot_lab)."""
 
 
 def _words(text: str) -> set[str]:
@@ -114,6 +134,8 @@ class DemoLLM:
             name, arguments = choice
             call = ToolCallRequest(id=f"demo_{self._calls}", name=name, arguments=json.dumps(arguments))
             return LLMResponse(tool_calls=[call], finish_reason="tool_calls")
+        if "markdown" in text.lower():
+            return LLMResponse(content=MARKDOWN_SAMPLE, finish_reason="stop")
         reply = (
             f"This is the offline demo model (no LLM is configured). You said: {text.strip()!r}. "
             "Set ROBOT_LAB_MODEL and a provider key such as OPENAI_API_KEY to talk to a real model."

@@ -444,3 +444,54 @@ def test_the_tour_pages_fit_at_1400_and_390_px(live_site: str) -> None:
     screenshots = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(screenshots)
     assert screenshots.capture(live_site, None) == []
+
+
+#: Model output that must come out inert: a script, an image's onerror, javascript: links (Markdown and HTML).
+HOSTILE = ('<img src=x onerror="window.__pwned = 2"> [click](javascript:window.__pwned=3) '
+           '<a href="javascript:window.__pwned=4">raw</a> <script>window.__pwned = 1</script>')
+
+
+def test_replies_render_as_markdown_and_model_html_stays_inert(live_site: str) -> None:
+    """Issue 13 (5): lists, tables, highlighted code and safe links, live and after a reload; no HTML of the
+    model's runs, whether it comes as HTML or as a Markdown link."""
+    from playwright.sync_api import expect, sync_playwright
+
+    def check_sample(reply: Any) -> None:
+        expect(reply.locator("strong")).to_have_text("Markdown")
+        expect(reply.locator("ul > li")).to_have_count(2)
+        expect(reply.locator("table tr")).to_have_count(3)
+        expect(reply.locator("pre code")).to_contain_text('return f"Hello, {name}!"')
+        assert reply.locator("pre code span[class^='hljs']").count() > 0  # highlighted
+        link = reply.locator("a")
+        expect(link).to_have_attribute("href", "https://github.com/MadBomber/robot_lab")
+        expect(link).to_have_attribute("target", "_blank")
+        assert set((link.get_attribute("rel") or "").split()) >= {"noopener", "noreferrer"}
+
+    def check_inert(page: Any, reply: Any) -> None:
+        expect(reply).to_contain_text('<img src=x onerror="window.__pwned = 2">')  # shown as text
+        assert reply.locator("img, script, iframe").count() == 0
+        assert page.locator(".rl-text a[href^='javascript' i]").count() == 0
+        assert page.evaluate("window.__pwned") is None
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            _log_in(page, live_site, "chat")
+            expect(page.locator("#rl-connection")).to_have_text("live")
+            page.fill("#rl-input", "Show me some Markdown")
+            page.click("#rl-send")
+            sample = page.locator(".rl-message.assistant .rl-text").nth(0)
+            expect(sample).to_contain_text("Read more in the RobotLab docs.")
+            check_sample(sample)
+            page.fill("#rl-input", HOSTILE)
+            page.click("#rl-send")
+            hostile = page.locator(".rl-message.assistant .rl-text").nth(1)
+            expect(hostile).to_contain_text("to talk to a real model.")
+            check_inert(page, hostile)
+            page.reload()  # the replies the server rendered render the same way
+            check_sample(page.locator(".rl-message.assistant .rl-text").nth(0))
+            check_inert(page, page.locator(".rl-message.assistant .rl-text").nth(1))
+        finally:
+            browser.close()

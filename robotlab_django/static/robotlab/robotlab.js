@@ -11,8 +11,11 @@
  * page streams even where no websocket is served. A run in flight has a Cancel button (POST
  * .../results/<id>/cancel/); a robot's question (hitl.requested) shows as a small form under the reply,
  * buttons for its choices or a text box, answered with POST .../results/<id>/answer/; hitl.resolved
- * removes it and run.cancelled ends the reply with the text so far. Model output is only ever written
- * with textContent / text nodes, never innerHTML.
+ * removes it and run.cancelled ends the reply with the text so far. Replies are Markdown: each is rendered
+ * with markdown-it (raw HTML off, so model HTML shows as text) and the result goes through DOMPurify
+ * before it reaches the page, re-rendered at most once a frame while it streams; links open in a new tab
+ * with rel="noopener noreferrer", code blocks are highlighted by highlight.js. Without those scripts a
+ * reply is set as text. Everything else the model or the user wrote is set with textContent.
  */
 (function () {
   "use strict";
@@ -34,6 +37,40 @@
   var socketOpen = false;
   var attempts = 0;
   var pollTimer = null;
+
+  // -- Markdown ---------------------------------------------------------------------------
+  var markdown = (window.markdownit && window.DOMPurify) ? window.markdownit({
+    html: false, linkify: true,
+    highlight: function (code, language) {
+      if (!window.hljs || !language || !window.hljs.getLanguage(language)) { return ""; }
+      try { return window.hljs.highlight(code, {language: language, ignoreIllegals: true}).value; } catch (e) { return ""; }
+    }
+  }) : null;
+  if (markdown) {
+    window.DOMPurify.addHook("afterSanitizeAttributes", function (node) {
+      if (node.tagName === "A") { node.setAttribute("target", "_blank"); node.setAttribute("rel", "noopener noreferrer"); }
+    });
+  }
+
+  function render(node, raw) {
+    if (markdown) {
+      node.innerHTML = window.DOMPurify.sanitize(markdown.render(raw).trim());
+      node.classList.add("rl-md");
+    } else {
+      node.textContent = raw;
+    }
+  }
+
+  function paintSoon(entry) {
+    if (entry.painting) { return; }
+    entry.painting = true;
+    var paint = function () { entry.painting = false; render(entry.text, entry.raw); };
+    if (window.requestAnimationFrame && document.visibilityState === "visible") { window.requestAnimationFrame(paint); }
+    else { setTimeout(paint, 30); }
+  }
+
+  function setText(entry, raw) { entry.raw = raw; paintSoon(entry); }
+  function appendText(entry, more) { entry.raw = (entry.raw || "") + more; paintSoon(entry); }
 
   function make(tag, className, text) {
     var node = document.createElement(tag);
@@ -86,7 +123,8 @@
     };
     var entry = {node: node, tools: part("rl-tools"), steps: part("rl-steps"), text: part("rl-text"),
                  status: part("rl-status"), error: part("rl-error"), seq: 0, done: true, streamed: false,
-                 badges: {}, stepBadges: {}, sequence: 0, resultId: null, question: null, cancel: null};
+                 badges: {}, stepBadges: {}, sequence: 0, resultId: null, question: null, cancel: null,
+                 raw: "", painting: false};
     runs[runId] = entry;
     return entry;
   }
@@ -222,14 +260,14 @@
     keepScrolled(function () {
       switch (event.kind) {
         case "run.started":  // again after text: the run is executed anew (its worker was lost)
-          if (entry.streamed) { entry.text.textContent = ""; entry.streamed = false; }
+          if (entry.streamed) { setText(entry, ""); entry.streamed = false; }
           entry.done = false;
           entry.status.textContent = "thinking…";
           break;
         case "text.delta":
           if (event.task && entry.task && event.task !== entry.task) { break; }  // a parallel robot's text
-          if (!entry.streamed) { entry.text.textContent = ""; entry.streamed = true; }
-          entry.text.appendChild(document.createTextNode(String(event.text || "")));
+          if (!entry.streamed) { entry.raw = ""; entry.streamed = true; }
+          appendText(entry, String(event.text || ""));
           entry.status.textContent = "typing…";
           break;
         case "tool_call.started":
@@ -242,7 +280,7 @@
           break;
         case "step.started":
           stepBadge(entry, String(event.robot || event.task || "robot"), "running");
-          entry.text.textContent = "";  // the reply shows the robot that started last
+          setText(entry, "");  // the reply shows the robot that started last
           entry.streamed = false;
           entry.task = event.task || null;
           entry.status.textContent = String(event.task || event.robot || "a robot") + " is answering…";
@@ -255,7 +293,7 @@
           stepBadge(entry, String(event.robot || event.task || "robot"), "error");
           break;
         case "run.completed":  // a network's final reply replaces the text of the robot shown last
-          if ((!entry.streamed || entry.task) && event.reply) { entry.text.textContent = String(event.reply); }
+          if ((!entry.streamed || entry.task) && event.reply) { setText(entry, String(event.reply)); }
           finish(entry, "completed", "");
           break;
         case "hitl.requested":
@@ -363,7 +401,7 @@
         if (!entry.streamed && !socketOpen) { entry.status.textContent = result.status; }
         return;
       }
-      if (result.reply || !entry.streamed) { entry.text.textContent = result.reply || ""; }
+      if (result.reply || !entry.streamed) { setText(entry, result.reply || ""); }
       (result.tools || []).forEach(function (name, index) {
         if (Object.keys(entry.badges).length <= index) { badge(entry, "poll-" + index, name, "done"); }
       });
@@ -417,6 +455,10 @@
   });
 
   // -- start -------------------------------------------------------------------------------
+  // the replies the server rendered as text become Markdown like the live ones
+  Array.prototype.forEach.call(messages.querySelectorAll(".rl-message.assistant > .rl-text"), function (node) {
+    render(node, node.textContent || "");
+  });
   var pendingNode = document.getElementById("rl-pending");
   var pending = pendingNode ? JSON.parse(pendingNode.textContent) : [];
   pending.forEach(function (item) {
