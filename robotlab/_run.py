@@ -52,8 +52,10 @@ _delegations: set[asyncio.Task[Any]] = set()
 
 def run_memory(robot: Robot, *, network: Any, network_memory: Memory | None,
                memory: Memory | Mapping[str, Any] | None) -> Memory:
-    """The memory a run uses: ``memory`` when it is one, else the network's, else the robot's own; a dict
-    ``memory`` is merged into it first."""
+    """The memory a run uses.
+
+    ``memory`` when it is one, else the network's, else the robot's own; a dict ``memory`` is merged into it first.
+    """
     chosen: Memory = network_memory or getattr(network, "memory", None) or robot.memory
     if memory is not None and not isinstance(memory, Mapping):
         return memory

@@ -1,5 +1,7 @@
-"""Budgets: the thread-safe reserve/reconcile :class:`Ledger` (RobotLab's ``Budget::Ledger``) and a
-robot's :class:`Budget` (its token totals and its ``token_budget`` / ``cost_budget`` limits).
+"""Budgets.
+
+The thread-safe reserve/reconcile :class:`Ledger` (RobotLab's ``Budget::Ledger``) and a robot's :class:`Budget` (its
+token totals and its ``token_budget`` / ``cost_budget`` limits).
 
 An LLM call's size is not known before it is made, so a robot with ``token_budget`` or
 ``cost_budget`` first *reserves* everything still available (which raises

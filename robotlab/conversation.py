@@ -39,8 +39,10 @@ class Conversation:
             self.instructions = None
 
     def replace(self, messages: Sequence[Mapping[str, Any] | Any]) -> None:
-        """Replace the history. Each entry is an OpenAI-format dict or an object with ``role`` and
-        ``content``; system entries set the instructions.
+        """Replace the history.
+
+        Each entry is an OpenAI-format dict or an object with ``role`` and ``content``; system entries set the
+        instructions.
 
         Raises:
             ConfigurationError: an entry's role is not system, user, assistant or tool.

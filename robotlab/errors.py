@@ -249,8 +249,10 @@ class BusError(RobotLabError):
 
 
 class BudgetExceeded(InferenceError):
-    """A run went past a robot's ``token_budget`` / ``cost_budget``, or a
-    :class:`~robotlab.budget.Ledger` reservation would take a dimension past its limit.
+    """A run went past a budget.
+
+    That is a robot's ``token_budget`` / ``cost_budget``, or a :class:`~robotlab.budget.Ledger` reservation
+    that would take a dimension past its limit.
 
     An :class:`InferenceError`, so ``except InferenceError`` still catches a budget stop; never
     retryable.

@@ -78,8 +78,11 @@ class ExtensionState:
 # -- contexts ------------------------------------------------------------------------------------
 @dataclass(kw_only=True, eq=False)
 class HookContext:
-    """What a hook receives. ``ctx.local`` is the calling handler's own :class:`DotState`;
-    ``ctx.ext(name)`` reads another namespace's. Both live as long as the context: one run."""
+    """What a hook receives.
+
+    ``ctx.local`` is the calling handler's own :class:`DotState`; ``ctx.ext(name)`` reads another namespace's. Both
+    live as long as the context: one run.
+    """
 
     event: str = ""
     metadata: ExtensionState = field(default_factory=ExtensionState)
@@ -115,8 +118,11 @@ class HookContext:
 
 @dataclass(kw_only=True, eq=False)
 class RunHookContext(HookContext):
-    """The ``run`` family: one ``robot.run``. ``before_run`` may rewrite ``request`` (it is what is
-    sent); ``response`` is the :class:`~robotlab.RobotResult` once the run is done."""
+    """The ``run`` family.
+
+    One ``robot.run``. ``before_run`` may rewrite ``request`` (it is what is sent); ``response`` is the
+    :class:`~robotlab.RobotResult` once the run is done.
+    """
 
     robot: Any
     request: Any = None
@@ -131,8 +137,11 @@ class RunHookContext(HookContext):
 
 @dataclass(kw_only=True, eq=False)
 class LlmGenerationHookContext(RunHookContext):
-    """The ``llm_generation`` family: the model conversation of one run, tool loop included (it fires
-    once per run). ``generation_response`` is its result. ``event`` is ``"run"``, as in RobotLab."""
+    """The ``llm_generation`` family.
+
+    The model conversation of one run, tool loop included (it fires once per run). ``generation_response`` is its
+    result. ``event`` is ``"run"``, as in RobotLab.
+    """
 
     iteration: int = 0
     generation_response: Any = None
@@ -140,8 +149,11 @@ class LlmGenerationHookContext(RunHookContext):
 
 @dataclass(kw_only=True, eq=False)
 class ToolCallHookContext(HookContext):
-    """The ``tool_call`` family: one tool call. ``tool_result`` carries the result: an
-    ``around_tool_call`` that sets it without calling ``proceed`` blocks the tool."""
+    """The ``tool_call`` family.
+
+    One tool call. ``tool_result`` carries the result: an ``around_tool_call`` that sets it without calling
+    ``proceed`` blocks the tool.
+    """
 
     tool: Any
     tool_args: Any = None
@@ -205,8 +217,11 @@ class LearnHookContext(HookContext):
 
 @dataclass(kw_only=True, eq=False)
 class CompactionHookContext(HookContext):
-    """The ``compaction`` family: an automatic history compaction. An ``on_compaction`` hook that
-    sets ``compacted_messages`` replaces the built-in compressor; the first value set wins."""
+    """The ``compaction`` family.
+
+    An automatic history compaction. An ``on_compaction`` hook that sets ``compacted_messages`` replaces the
+    built-in compressor; the first value set wins.
+    """
 
     robot: Any
     messages_before: tuple[Any, ...] = ()

@@ -139,8 +139,10 @@ class Hook:
 
     @classmethod
     async def call(cls, hook_name: str, context: HookContext, proceed: Proceed | None = None) -> Any:
-        """Call hook ``hook_name`` (with ``proceed`` for an around hook). A hook the handler does not
-        define is a no-op, or for an around hook a pass-through to ``proceed``."""
+        """Call hook ``hook_name`` (with ``proceed`` for an around hook).
+
+        A hook the handler does not define is a no-op, or for an around hook a pass-through to ``proceed``.
+        """
         if cls.implements(hook_name):
             method = getattr(cls, hook_name)
             return await _resolve(method(context) if proceed is None else method(context, proceed))
@@ -248,8 +250,10 @@ _scope: contextvars.ContextVar[HookScope | None] = contextvars.ContextVar("robot
 
 @contextlib.contextmanager
 def with_hook_scope(registries: Sequence[HookRegistry | None], per_run_hooks: Any = None) -> Iterator[HookScope]:
-    """Make ``registries`` and ``per_run_hooks`` the current scope for the block (and every task
-    it starts), restoring the previous scope after."""
+    """Make ``registries`` and ``per_run_hooks`` the current scope for the block.
+
+    The scope holds for every task the block starts, and the previous scope comes back after it.
+    """
     scope = HookScope(tuple(registries), normalize_hooks(per_run_hooks))
     token = _scope.set(scope)
     try:
@@ -264,8 +268,11 @@ def current_hook_scope() -> HookScope | None:
 
 
 def scope_for(registry: HookRegistry) -> HookScope:
-    """The scope of the run in progress when it consults ``registry`` (a robot's), else the global
-    registry and ``registry``."""
+    """The hook scope that applies to ``registry`` (a robot's).
+
+    That is the scope of the run in progress when it consults ``registry``, else the global registry and
+    ``registry``.
+    """
     scope = _scope.get()
     if scope is not None and any(found is registry for found in scope.registries):
         return scope
@@ -330,8 +337,10 @@ async def call_around(
 
 
 def set_result(context: HookContext, family: str, result: Any) -> None:
-    """Put a family's result on its context: ``response`` (run), ``result`` (network_run, task) or
-    ``generation_response`` (llm_generation)."""
+    """Put a family's result on its context.
+
+    ``response`` (run), ``result`` (network_run, task) or ``generation_response`` (llm_generation).
+    """
     attribute = {"run": "response", "network_run": "result", "task": "result"}.get(family)
     if family == "llm_generation":
         attribute = "generation_response"
@@ -347,9 +356,11 @@ async def run(
     registries: Sequence[HookRegistry | None],
     per_run_hooks: Any = None,
 ) -> Any:
-    """Run ``block`` (a function, sync or async) inside hook family ``family``: ``before_*`` hooks,
-    the ``around_*`` chain, :func:`set_result`, ``after_*`` hooks. On any exception the context's
-    ``error`` is set, ``on_error`` fires (run, network_run, task) and the exception propagates."""
+    """Run ``block`` (a function, sync or async) inside hook family ``family``.
+
+    ``before_*`` hooks, the ``around_*`` chain, :func:`set_result`, ``after_*`` hooks. On any exception the
+    context's ``error`` is set, ``on_error`` fires (run, network_run, task) and the exception propagates.
+    """
     try:
         before, around_, after = (f"before_{family}", f"around_{family}", f"after_{family}")
         await call_all(registrations(before, registries, per_run_hooks), before, context)

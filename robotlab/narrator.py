@@ -43,7 +43,7 @@ class Narrator(Hook):
 
     @classmethod
     def before_llm_generation(cls, ctx: HookContext) -> None:
-        """``<robot>: thinking…``"""
+        """Say ``<robot>: thinking…``."""
         try:
             robot = getattr(ctx, "robot", None)
             who = getattr(robot, "name", None) if robot is not None else None
@@ -53,7 +53,7 @@ class Narrator(Hook):
 
     @classmethod
     def before_tool_call(cls, ctx: HookContext) -> None:
-        """``→ <tool> <first argument>="<value>"``"""
+        """Say ``→ <tool> <first argument>="<value>"``."""
         try:
             cls._say(f"→ {getattr(ctx, 'tool_name', '')}{cls._summarize(getattr(ctx, 'tool_args', None))}")
         except Exception:

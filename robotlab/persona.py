@@ -200,9 +200,10 @@ class Persona:
 
     # -- AgentSkills -----------------------------------------------------------------------
     async def inject_agent_skills(self, message: Any, tools: list[Tool]) -> list[Tool] | None:
-        """Match the pending AgentSkills to ``message``; prepend the matches' instructions and add their
-        script tools to ``tools``. Returns the tools added (for :meth:`restore_agent_skills`), ``None`` when
-        nothing matched.
+        """Match the pending AgentSkills to ``message``.
+
+        Prepend the matches' instructions and add their script tools to ``tools``. Returns the tools added (for
+        :meth:`restore_agent_skills`), ``None`` when nothing matched.
 
         Overlapping runs of one robot all restore the instructions from before the first of them.
         """

@@ -306,8 +306,7 @@ class Robot(Runnable["RobotResult"]):
     def delegate(self, *, to: Any, task: Any, async_: Literal[True], **run_kwargs: Any) -> DelegationFuture: ...
     def delegate(self, *, to: Any, task: Any, async_: bool = False,
                  **run_kwargs: Any) -> RobotResult | DelegationFuture:
-        """Have robot ``to`` run ``task`` on this robot's behalf; ``async_=True`` returns a
-        :class:`~robotlab.DelegationFuture` at once (see :func:`robotlab._run.delegate`)."""
+        """Have robot ``to`` run ``task`` for this one (``async_=True``: a :class:`~robotlab.DelegationFuture`)."""
         return _run.delegate(self.name, to=to, task=task, async_=async_, **run_kwargs)
 
     async def adelegate(self, *, to: Any, task: Any, **run_kwargs: Any) -> RobotResult:

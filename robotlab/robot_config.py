@@ -170,8 +170,9 @@ def _validate_tools_filter(value: Any) -> None:
 
 
 def coerce_tools(items: Sequence[Any] | Any, robot: Robot) -> list[Tool]:
-    """``local_tools`` entries as tools: Tool instances as they are, Tool subclasses built for ``robot``,
-    plain functions wrapped.
+    """``local_tools`` entries as tools.
+
+    Tool instances as they are, Tool subclasses built for ``robot``, plain functions wrapped.
 
     Raises:
         ConfigurationError: an entry is none of those.
@@ -197,9 +198,12 @@ def setting(config: RunConfig, key: str) -> Any:
 
 
 def apply_front_matter(robot: Robot, front: FrontMatter | None) -> None:
-    """Put ``robot``'s configuration over the templates' ``front`` matter (front-matter MCP servers only when
-    it has none); a template's ``robot_name`` renames a robot named ``"robot"``, its ``description`` fills a
-    missing one. ``None`` (the templates were not reloaded) changes nothing."""
+    """Put ``robot``'s configuration over the templates' ``front`` matter.
+
+    Front-matter MCP servers apply only when the robot has none; a template's ``robot_name`` renames a
+    robot named ``"robot"``, its ``description`` fills a missing one. ``None`` (the templates were not
+    reloaded) changes nothing.
+    """
     if front is None:
         return
     if not tool_config.is_none_value(setting(robot.config, "mcp")):
@@ -220,8 +224,10 @@ def resolve_model(config: RunConfig, provider: str | None) -> str | None:
 
 
 def default_llm() -> LLM:
-    """The transport ``llm_transport`` picks per model (:class:`~robotlab.llm.transport.AutoLLM`: the direct
-    client or litellm) with the configured connection (a robot's ``llm`` when none was given)."""
+    """The transport ``llm_transport`` picks per model (:class:`~robotlab.llm.transport.AutoLLM`.
+
+    The direct client or litellm) with the configured connection (a robot's ``llm`` when none was given).
+    """
     settings = get_config().llm
     return AutoLLM(api_base=settings.api_base, api_key=settings.api_key, timeout=settings.request_timeout,
                    num_retries=settings.max_retries)

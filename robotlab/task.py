@@ -109,8 +109,10 @@ class FlowResult:
 
     @property
     def replies(self) -> dict[str, Any]:
-        """The reply of every robot that ran so far, by robot name (from :attr:`context`); a nested
-        network's entry gives its final reply."""
+        """The reply of every robot that ran so far, by robot name (from :attr:`context`).
+
+        A nested network's entry gives its final reply.
+        """
         replies = {}
         for key, value in self.context.items():
             if isinstance(value, FlowResult):
@@ -244,8 +246,10 @@ class Task:
         self.network = network
 
     async def call(self, result: FlowResult) -> FlowResult:
-        """Run the robot on ``result`` with this task's settings, inside the ``task`` hooks (and the run's
-        per-run ``hooks``, from the run parameters)."""
+        """Run the robot on ``result`` with this task's settings.
+
+        It runs inside the ``task`` hooks (and the run's per-run ``hooks``, from the run parameters).
+        """
 
         async def step() -> FlowResult:
             answer = self.robot.call(self.enhanced_result(result))

@@ -41,9 +41,12 @@ def new_run_id() -> str:
 
 
 class Status(models.TextChoices):
-    """The life of a run: queued -> running -> completed or failed (retrying between attempts); a network
-    task that will not run (its turn ended first) is skipped. A run whose robot asked the user waits
-    ``awaiting`` (no process holds it) until the answer queues it again; a cancelled run is ``cancelled``."""
+    """The life of a run.
+
+    Queued -> running -> completed or failed (retrying between attempts); a network task that will not run (its turn
+    ended first) is skipped. A run whose robot asked the user waits ``awaiting`` (no process holds it) until the
+    answer queues it again; a cancelled run is ``cancelled``.
+    """
 
     QUEUED = "queued", _("queued")
     RUNNING = "running", _("running")

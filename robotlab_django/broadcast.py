@@ -85,8 +85,10 @@ def _is_memory(layer: Any) -> bool:
 
 
 def _home(layer: Any) -> asyncio.AbstractEventLoop | None:
-    """The loop ``layer``'s sends belong on when it is not the running one: the consumers' loop of an
-    in-memory layer, if registered and running; else ``None`` (the running loop)."""
+    """The loop ``layer``'s sends belong on when it is not the running one.
+
+    The consumers' loop of an in-memory layer, if registered and running; else ``None`` (the running loop).
+    """
     loop = _consumer_loop
     if not _is_memory(layer) or loop is None or loop.is_closed() or not loop.is_running():
         return None
@@ -98,9 +100,12 @@ def _publish_timeout() -> float:
 
 
 async def _send(layer: Any, message: dict[str, Any]) -> None:
-    """``group_send`` ``message`` to its thread's group; a failure, or a send still pending after
-    ``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]`` seconds (a hung Redis, then cancelled), is logged, not raised:
-    the layer is at-most-once anyway, and the rows, ``prev`` and the sweep cover the gap."""
+    """``group_send`` ``message`` to its thread's group.
+
+    A failure, or a send still pending after ``ROBOTLAB["STREAM_PUBLISH_TIMEOUT"]`` seconds (a hung Redis, then
+    cancelled), is logged, not raised: the layer is at-most-once anyway, and the rows, ``prev`` and the sweep cover
+    the gap.
+    """
     await _send_to(layer, thread_group(message["thread"]), message)
 
 
@@ -118,8 +123,10 @@ async def _send_to(layer: Any, group: str, message: dict[str, Any]) -> None:
 
 
 async def group_send(layer: Any, group: str, message: dict[str, Any]) -> None:
-    """Send ``message`` to ``group`` now (on the consumers' loop for the in-memory layer), waiting at most
-    about ``STREAM_PUBLISH_TIMEOUT`` seconds; a failure is logged, not raised."""
+    """Send ``message`` to ``group`` now (on the consumers' loop for the in-memory layer).
+
+    It waits at most about ``STREAM_PUBLISH_TIMEOUT`` seconds; a failure is logged, not raised.
+    """
     home = _home(layer)
     if home is None:
         await _send_to(layer, group, message)

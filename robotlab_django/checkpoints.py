@@ -86,9 +86,12 @@ def _stored_response(output: Mapping[str, Any]) -> LLMResponse:
 
 
 def _tool_output(value: Any) -> dict[str, Any]:
-    """``{"json": <value as JSON text>}`` when the value comes back from JSON unchanged, else ``{"text": <what
-    the model saw>}``. JSON text, not a JSON value: PostgreSQL's ``jsonb`` reorders keys, and the model
-    must see the same text on replay."""
+    """``{"json".
+
+    <value as JSON text>}`` when the value comes back from JSON unchanged, else ``{"text": <what the model saw>}``.
+    JSON text, not a JSON value: PostgreSQL's ``jsonb`` reorders keys, and the model must see the same text on
+    replay.
+    """
     try:
         dumped = json.dumps(value, ensure_ascii=False)
         if json.loads(dumped) == value:

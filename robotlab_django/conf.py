@@ -225,8 +225,11 @@ class AppSettings:
         return {key: value for key, value in options.items() if value is not None}
 
     def app_llm(self) -> Any:
-        """The LLM of app-built robots: ``LLM()``, else the default transport (:class:`robotlab.llm.AutoLLM`)
-        with the connection settings when any is set, else ``None`` (each robot's own)."""
+        """The LLM of app-built robots.
+
+        ``LLM()``, else the default transport (:class:`robotlab.llm.AutoLLM`) with the connection settings when any
+        is set, else ``None`` (each robot's own).
+        """
         factory = self.llm_factory()
         if factory is not None:
             return factory()

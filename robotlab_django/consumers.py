@@ -140,8 +140,10 @@ def _control_run(thread_id: int, user: Any, session: Any, content: dict[str, Any
 
 
 class ThreadConsumer(AsyncJsonWebsocketConsumer):
-    """Streams a thread's run events to its owner (or staff who may view it), with replay; the owner can send
-    messages."""
+    """Streams a thread's run events to its owner (or staff who may view it), with replay.
+
+    The owner can send messages.
+    """
 
     thread_id: int
     group: str = ""

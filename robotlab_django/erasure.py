@@ -46,7 +46,7 @@ class ErasureReport:
         return self.threads + self.results + self.events + self.steps
 
     def describe(self) -> str:
-        """One line: ``Erased 2 thread(s), 5 result(s), 40 event(s) and 3 step(s) of user 'ada'.``"""
+        """Say what was erased in one line, such as ``Erased 2 thread(s), 5 result(s) ... of user 'ada'.``."""
         verb = "Would erase" if self.dry_run else "Erased"
         return (f"{verb} {self.threads} thread(s), {self.results} result(s), {self.events} event(s) and "
                 f"{self.steps} step(s) of user '{self.user}'.")

@@ -87,8 +87,11 @@ class Coalescer:
         return len(self._events)
 
     def add(self, event: Event) -> None:
-        """Buffer ``event``; a ``text.delta`` right after another one of the same run (and, in a network's
-        run, of the same task) joins it."""
+        """Buffer ``event``.
+
+        A ``text.delta`` right after another one of the same run (and, in a network's run, of the same task) joins
+        it.
+        """
         if self._first_at is None:
             self._first_at = time.monotonic()
         last = self._events[-1] if self._events else None
@@ -258,10 +261,12 @@ class _Batches:
         return (_persist(thread_id, result_id, batch) if batch else []), emitted
 
     def wait_and_store(self, thread_id: Any, result_id: Any) -> tuple[bool, list[dict[str, Any]], float]:
-        """:meth:`due` then :meth:`store`, waiting in the calling thread (a sync caller's own): whether the run
-        ended, the batch's wire dicts, and when it left. The timer then does not queue behind the robots'
-        work on their loop. With nothing buffered it gives the thread back after one flush interval (an
-        empty batch), so other blocking work of the same call waits at most that long."""
+        """:meth:`due` then :meth:`store`, waiting in the calling thread (a sync caller's own).
+
+        Whether the run ended, the batch's wire dicts, and when it left. The timer then does not queue behind the
+        robots' work on their loop. With nothing buffered it gives the thread back after one flush interval (an
+        empty batch), so other blocking work of the same call waits at most that long.
+        """
         deadline = time.monotonic() + self._buffer.interval
         with self._lock:
             while True:

@@ -89,8 +89,10 @@ task_rows_queued = Signal()
 
 
 def distributed_networks() -> bool:
-    """Whether network turns run one job per task (``ROBOTLAB["DISTRIBUTED_NETWORKS"]``; ``None``: when the
-    executor is ``"celery"``)."""
+    """Whether network turns run one job per task (``ROBOTLAB["DISTRIBUTED_NETWORKS"]``.
+
+    ``None``: when the executor is ``"celery"``).
+    """
     chosen = app_settings.DISTRIBUTED_NETWORKS
     return app_settings.EXECUTOR == "celery" if chosen is None else bool(chosen)
 
@@ -103,8 +105,10 @@ def is_distributed(row: Any) -> bool:
 
 
 def _network(turn: Any, llm: Any, options: Mapping[str, Any] | None) -> tuple[Network, int]:
-    """The turn's network, freshly built, every robot holding the thread's history before the turn; its memory
-    the turn's shared one when ``ROBOTLAB["NETWORK_MEMORY_URL"]`` is set."""
+    """The turn's network, freshly built, every robot holding the thread's history before the turn.
+
+    Its memory the turn's shared one when ``ROBOTLAB["NETWORK_MEMORY_URL"]`` is set.
+    """
     network = build_network(turn.robot_name, llm=llm, **dict(options or {}))
     url = app_settings.NETWORK_MEMORY_URL
     if url:
@@ -134,9 +138,11 @@ def _load(pk: Any) -> Any:
 
 def _commit(turn: Any, version: int, state: TurnState, started: list[str], network: Network,
             finish: dict[str, Any] | None) -> list[Any] | None:
-    """Apply ``state`` over ``version``: store it, add a queued row per started task, finish the turn when
-    ``finish`` is given. The new rows' primary keys; ``None`` when another worker changed the turn first
-    (nothing is written)."""
+    """Apply ``state`` over ``version``.
+
+    Store it, add a queued row per started task, finish the turn when ``finish`` is given. The new rows' primary
+    keys; ``None`` when another worker changed the turn first (nothing is written).
+    """
     model = type(turn)
     now = timezone.now()
     with transaction.atomic():
@@ -264,9 +270,11 @@ async def abegin(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None
 
 def _listener(sink: Callable[[Event], Any], base: int, inputs: dict[str, str],
               failures: dict[str, tuple[str, str]]) -> Callable[[Event], None]:
-    """A task's ``on_event``: its robot's ``run.*`` events are left out (its ``step.*`` stand for them, and
-    record the robot's input and failure); a failed robot's ``step.completed`` becomes ``step.failed``;
-    every event is numbered from ``base``."""
+    """A task's ``on_event``.
+
+    Its robot's ``run.*`` events are left out (its ``step.*`` stand for them, and record the robot's input and
+    failure); a failed robot's ``step.completed`` becomes ``step.failed``; every event is numbered from ``base``.
+    """
 
     def listen(event: Event) -> None:
         data = event.data
@@ -409,8 +417,9 @@ def _closing(network: Network) -> None:
 
 def execute(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = None,
             on_event: Callable[[Event], Any] | None = None) -> tuple[Any, list[Any]]:
-    """Claim ``row`` (a second delivery does nothing) and :func:`aexecute` it, from sync code; then send
-    :data:`task_rows_queued` with the rows it queued.
+    """Claim ``row`` (a second delivery does nothing) and :func:`aexecute` it, from sync code.
+
+    Then send :data:`task_rows_queued` with the rows it queued.
 
     Returns:
         ``(row, queued primary keys)``.

@@ -94,9 +94,12 @@ class NetworkTurn:
                      if getattr(task.robot, "name", None) == name), None)
 
     def _listener(self, sink: Callable[[Event], Any]) -> Callable[[Event], None]:
-        """The network's ``on_event``: its events go to ``sink``, except a robot's own ``run.*`` events
-        (its ``step.*`` events stand for them on the page) and the final ``run.completed``/``stream.ended``,
-        held until :meth:`arun` knows whether the robot with the final reply failed."""
+        """The network's ``on_event``.
+
+        Its events go to ``sink``, except a robot's own ``run.*`` events (its ``step.*`` events stand for them on
+        the page) and the final ``run.completed``/``stream.ended``, held until :meth:`arun` knows whether the robot
+        with the final reply failed.
+        """
 
         def listen(event: Event) -> None:
             data = event.data
@@ -139,8 +142,11 @@ class NetworkTurn:
         return {"messages": [], "input_tokens": 0, "output_tokens": 0}
 
     def completed(self, row: Any, flow: FlowResult, elapsed: float) -> Outcome:
-        """The turn's outcome: a delegated row per robot that ran, and the network's row (completed, or failed
-        by the robot whose reply ends the network)."""
+        """The turn's outcome.
+
+        A delegated row per robot that ran, and the network's row (completed, or failed by the robot whose reply
+        ends the network).
+        """
         ran = [(name, value) for name, value in flow.context.items() if isinstance(value, RobotResult)]
         delegated = [self._robot_row(row, index, name, result) for index, (name, result) in enumerate(ran, 1)]
         value = flow.value

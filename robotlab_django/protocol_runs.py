@@ -1,5 +1,7 @@
-"""The run service the protocol servers (ACP, A2A) share: start a run for a token's user on a thread,
-look a run or thread up for its owner only, wait for a run to settle, follow its stored events.
+"""The run service the protocol servers (ACP, A2A) share.
+
+Start a run for a token's user on a thread, look a run or thread up for its owner only, wait for a run to settle,
+follow its stored events.
 
 Waiting and following read the database (the row's status, its :class:`RunEvent` rows), so they work
 whichever process or Celery worker executes the run; they check every :data:`POLL_INTERVAL` seconds.
@@ -45,8 +47,9 @@ class SessionTakenError(LookupError):
 
 
 def start_for_user(user: Any, agent: str, text: str, session_id: str | None) -> Any:
-    """Queue a run of ``agent`` for ``text`` on ``user``'s thread ``session_id`` (created if new) and
-    dispatch it to the configured executor; returns the row.
+    """Queue a run of ``agent`` for ``text`` on ``user``'s thread ``session_id`` (created if new).
+
+    It is dispatched to the configured executor; returns the row.
 
     Raises:
         SessionTakenError: the session id belongs to another user's thread.

@@ -50,8 +50,9 @@ class PruneReport:
 
 def prune_threads(older_than: dt.timedelta, *, now: dt.datetime | None = None, dry_run: bool = False,
                   batch_size: int = 500) -> PruneReport:
-    """Delete every thread not updated within ``older_than``, with its results and events (and the results'
-    checkpointed steps: a cascade).
+    """Delete every thread not updated within ``older_than``, with its results and events.
+
+    The results' checkpointed steps go with them (a cascade).
 
     Args:
         older_than: The age beyond which threads go.

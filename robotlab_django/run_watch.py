@@ -58,8 +58,10 @@ class RunCancelledError(RobotLabError, RuntimeError):
 
 
 def park(row: Any, request: dict[str, Any], partial: dict[str, Any] | None = None) -> bool:
-    """Store the running ``row`` as ``awaiting`` on ``request`` (``AskRequest.to_dict()``); a task row's
-    network turn waits with it. ``False`` when the row was cancelled meanwhile."""
+    """Store the running ``row`` as ``awaiting`` on ``request`` (``AskRequest.to_dict()``).
+
+    A task row's network turn waits with it. ``False`` when the row was cancelled meanwhile.
+    """
     now = timezone.now()
     fields = {"status": Status.AWAITING, "question": dict(request), "parked_at": now, "updated_at": now,
               **(partial or {})}
@@ -95,8 +97,11 @@ def _store_stopped(row: Any, fields: dict[str, Any]) -> None:
 
 
 async def astop_cancelled(row: Any, partial: dict[str, Any]) -> None:
-    """Keep what the cancelled ``row`` produced so far (``partial`` columns: messages, tokens; the reply is the
-    text it streamed, :func:`streamed_reply`) and send ``run.cancelled`` and ``stream.ended``."""
+    """Keep what the cancelled ``row`` produced so far (``partial`` columns.
+
+    Messages, tokens; the reply is the text it streamed, :func:`streamed_reply`) and send ``run.cancelled`` and
+    ``stream.ended``.
+    """
     await blocking(_store_stopped, row, partial)
     await apublish_events(row, [(RUN_CANCELLED, {"robot": row.robot_name}), (STREAM_ENDED, {})])
 

@@ -63,8 +63,10 @@ class RobotWork:
         return await self.robot.arun(message, run_id=run_id, on_event=on_event)
 
     def completed(self, row: Any, value: Any, elapsed: float) -> Outcome:
-        """The robot's result and the chat messages the run appended (a row delegated by a network keeps its
-        ``delegated_by``)."""
+        """The robot's result and the chat messages the run appended.
+
+        A row delegated by a network keeps its ``delegated_by``.
+        """
         fields = outcome_fields(value, messages=self.robot.messages[self.history_length:])
         fields["delegated_by"] = fields["delegated_by"] or row.delegated_by
         return Outcome(fields)
@@ -137,6 +139,8 @@ def restore_robot(thread: Any, robot: Any = None, *, llm: Any = None, **options:
     Args:
         thread: A thread, its primary key or its session id.
         robot: The robot to build; defaults to the thread's robot.
+        llm: The LLM to use (see :func:`build_robot`).
+        **options: More options for the robot's factory.
     """
     thread = get_thread(thread, create=False)
     built = build_robot(robot or thread.robot_name, llm=llm, **options)

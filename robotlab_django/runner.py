@@ -188,9 +188,11 @@ def run_robot(thread: Any, robot: Any, message: Any, *, user: Any = None, llm: A
 
 
 def deliver(result_id: Any, *, retried: bool = False, redelivered: bool = False) -> dict[str, Any]:
-    """What a background job does with the row ``result_id``: admit it (:func:`robotlab_django.claims.admit`),
-    then claim, run and store it. A row of a distributed network turn (its start, or one of its tasks) runs
-    through :func:`robotlab_django.network_turns.execute`, which announces the task rows it queued.
+    """What a background job does with the row ``result_id``.
+
+    Admit it (:func:`robotlab_django.claims.admit`), then claim, run and store it. A row of a distributed network
+    turn (its start, or one of its tasks) runs through :func:`robotlab_django.network_turns.execute`, which
+    announces the task rows it queued.
 
     Returns:
         ``{"result_id", "run_id", "status", "attempts", "skipped"}``; ``skipped`` is true when the

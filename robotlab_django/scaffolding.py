@@ -75,9 +75,12 @@ class PlannedFile:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What happened (or would happen) to a planned file: ``create``, ``overwrite``, ``unchanged``,
-    ``kept`` (it existed and is kept), ``conflict`` (it exists, differs, and ``force`` was not given) or
-    ``remove`` (the empty ``tests.py`` of ``startapp``, which the ``tests/`` package replaces)."""
+    """What happened (or would happen) to a planned file.
+
+    ``create``, ``overwrite``, ``unchanged``, ``kept`` (it existed and is kept), ``conflict`` (it exists, differs,
+    and ``force`` was not given) or ``remove`` (the empty ``tests.py`` of ``startapp``, which the ``tests/`` package
+    replaces).
+    """
 
     path: Path
     action: str

@@ -47,8 +47,11 @@ async def blocking(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) 
 
 
 def blocks_own_thread() -> bool:
-    """Whether :func:`blocking` work runs in a thread serving only this call (a sync caller's, under
-    :func:`call_sync`), so it may wait there; ``False`` in async callers (Django's shared executor)."""
+    """Whether :func:`blocking` work runs in a thread serving only this call, so it may wait there.
+
+    That is a sync caller's thread, under :func:`call_sync`; ``False`` in async callers (Django's shared
+    executor).
+    """
     return _caller.get() is not None
 
 

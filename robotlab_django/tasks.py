@@ -52,8 +52,10 @@ LOST_WORKER_DELAY = 1
              retry_on_worker_lost=True, autoretry_for=(OperationalError, InterfaceError), max_retries=2,
              retry_kwargs={"countdown": RETRY_DELAY}, default_retry_delay=LOST_WORKER_DELAY, retry_backoff=False)
 def run_robot(self: Any, result_id: int) -> dict[str, Any]:
-    """Run the queued robot result ``result_id`` (see :func:`robotlab_django.runner.deliver`); a duplicate
-    delivery does nothing."""
+    """Run the queued robot result ``result_id`` (see :func:`robotlab_django.runner.deliver`).
+
+    A duplicate delivery does nothing.
+    """
     return deliver(result_id, retried=bool(self.request.retries),
                    redelivered=bool((self.request.delivery_info or {}).get("redelivered")))
 

@@ -1,5 +1,8 @@
-"""The admin of API tokens: list them (prefix, owner, last use), revoke them; new ones come from
-``manage.py robotlab_token`` so the plain token is shown only once."""
+"""The admin of API tokens.
+
+List them (prefix, owner, last use), revoke them; new ones come from ``manage.py robotlab_token`` so the plain token
+is shown only once.
+"""
 
 from __future__ import annotations
 

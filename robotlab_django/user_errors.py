@@ -92,8 +92,10 @@ def public_error(error_type: str | None, error: str | None) -> tuple[str, str]:
 
 
 def public_events(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Stream events as an end user gets them: a ``run.failed`` or ``step.failed`` event's error through
-    :func:`public_error` (a copy; the others as they are)."""
+    """Stream events as an end user gets them.
+
+    A ``run.failed`` or ``step.failed`` event's error through :func:`public_error` (a copy; the others as they are).
+    """
     shown: list[dict[str, Any]] = []
     for event in events:
         if event.get("kind") in (RUN_FAILED, STEP_FAILED) and ("error" in event or "error_type" in event):

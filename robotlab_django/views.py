@@ -248,8 +248,10 @@ def post_message(request: HttpRequest, pk: int) -> HttpResponseBase:
 
 
 def _control(request: HttpRequest, pk: int, result_pk: int, act: Callable[[Any], Any]) -> HttpResponseBase:
-    """Apply ``act`` to the run ``result_pk`` of the visitor's thread ``pk``: 202 with the run, 404 when it is
-    not theirs, 409 with the reason when it does not apply."""
+    """Apply ``act`` to the run ``result_pk`` of the visitor's thread ``pk``.
+
+    202 with the run, 404 when it is not theirs, 409 with the reason when it does not apply.
+    """
     denied = _denied(request)
     if denied is not None:
         return denied
@@ -298,9 +300,12 @@ POLL_EVENTS = 1000
 
 @require_GET
 def results_json(request: HttpRequest, pk: int) -> HttpResponseBase:
-    """For polling: the thread's runs with ``sequence_number >= since`` (``?since=``, default 1), and with
-    ``?after=<cursor>`` the stored stream events after that cursor (each event's ``to_dict()`` plus
-    ``cursor``, its ``RunEvent`` primary key, as the websocket sends them)."""
+    """For polling.
+
+    The thread's runs with ``sequence_number >= since`` (``?since=``, default 1), and with ``?after=<cursor>`` the
+    stored stream events after that cursor (each event's ``to_dict()`` plus ``cursor``, its ``RunEvent`` primary
+    key, as the websocket sends them).
+    """
     denied = _denied(request)
     if denied is not None:
         return denied

@@ -107,8 +107,11 @@ class MCPClient:
 
     # -- connecting --------------------------------------------------------------------------------
     async def aconnect(self) -> MCPClient:
-        """Connect (idempotent). A failure is logged (``"MCP connection failed for <name>: ..."``),
-        kept in :attr:`error`, and leaves the client disconnected; it is not raised."""
+        """Connect (idempotent).
+
+        A failure is logged (``"MCP connection failed for <name>: ..."``), kept in :attr:`error`, and leaves the
+        client disconnected; it is not raised.
+        """
         if self.is_connected:
             return self
         try:

@@ -196,7 +196,9 @@ def serve(
 
 
 class BackgroundHTTPServer:
-    """An MCP server on streamable HTTP in a background thread (tests, notebooks, embedding)::
+    """An MCP server on streamable HTTP in a background thread (tests, notebooks, embedding).
+
+    For example::
 
         with BackgroundHTTPServer(create_server(robot)) as http:
             MCPClient({"name": "robots", "transport": {"type": "streamable-http", "url": http.url}})

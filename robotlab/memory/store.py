@@ -221,9 +221,7 @@ class Memory:
         return self
 
     def reset(self) -> Memory:
-        """Back to empty: custom keys removed, ``data`` ``{}`` (a new proxy), ``results`` and
-        ``messages`` ``[]``, ``session_id`` ``None``; the cache, subscriptions and waiters stay.
-        """
+        """Back to empty (no custom keys, new ``data``, no results or messages); cache and subscriptions stay."""
         self.clear()
         self._reserved.reset()
         return self
@@ -438,9 +436,7 @@ class Memory:
 
     # ---- serialization and copies
     def to_dict(self) -> dict[str, Any]:
-        """``{"data", "results", "messages", "session_id", "custom"}``; ``session_id`` is left out
-        when ``None``; ``custom`` (the non-reserved keys) is always there. The cache is not saved.
-        """
+        """``{"data", "results", "messages", "session_id" (when set), "custom"}``; the cache is not saved."""
         return to_dict(self)
 
     def to_json(self) -> str:

@@ -112,12 +112,17 @@ class Network(Runnable[FlowResult]):
         """Add ``robot`` as the task ``name``; returns the network (so calls chain).
 
         Args:
+            name: The task's name, unique in the network.
+            robot: The robot that runs the task, or another :class:`Network` run as this one task (see
+                :meth:`call`).
+            context: Run parameters merged into the task's (see :class:`~robotlab.task.Task`).
+            mcp: The task's MCP servers setting.
+            tools: The task's tools setting.
+            memory: The task's own memory (else the network's).
+            config: The task's :class:`~robotlab.run_config.RunConfig` layer.
             depends_on: ``"none"`` (a root), a task or :meth:`parallel` group name, a list of them, or
                 ``"optional"`` (runs only when activated by routing).
-            context, mcp, tools, memory, config: The task's settings (see :class:`~robotlab.task.Task`).
             poller_group: The bus poller group label of the robot.
-
-        ``robot`` may be another :class:`Network`, which then runs as this one task (see :meth:`call`).
 
         Raises:
             ConfigurationError: the name is taken, the robot has no ``call`` step, or it is a network that
@@ -141,9 +146,9 @@ class Network(Runnable[FlowResult]):
 
     def parallel(self, name: str | None = None, robots: Mapping[str, Any] | Sequence[Any] = (), *,
                  depends_on: str | Iterable[str] | None = "none") -> Network:
-        """Add several tasks with the same dependencies; ``name`` lets later tasks depend on all of them.
+        """Add ``robots`` (``{task: robot}``, or robots named as their tasks) with the same dependencies.
 
-        ``robots`` maps task names to robots, or is a list of robots named after their tasks.
+        ``name`` lets later tasks depend on all of them.
         """
         items = list(robots.items()) if isinstance(robots, Mapping) else [(r.name, r) for r in robots]
         if name is not None and (str(name) in self.tasks or str(name) in self._groups):
@@ -169,8 +174,7 @@ class Network(Runnable[FlowResult]):
                                      f"{' -> '.join([self.name, *path])}")
 
     def validate(self) -> Network:
-        """Check the graph now (unknown dependencies, cycles, a network nested in itself); :meth:`arun`
-        checks it too."""
+        """Check the graph now, as :meth:`arun` does (unknown dependencies, cycles, a network in itself)."""
         self.dependencies()
         for task in self.tasks.values():
             self._check_nesting(task.robot)
@@ -208,6 +212,7 @@ class Network(Runnable[FlowResult]):
         (of the last-declared one when several end the graph).
 
         Args:
+            message: The message every task sees.
             on_event: Receives every :class:`~robotlab.streaming.Event` of the run, with one ``run_id`` and
                 one ``seq``: ``run.started`` (``network``, ``message``); per task ``step.started``, the
                 robot's own events tagged with ``network``, ``task`` and ``robot`` (its ``stream.ended``
@@ -220,6 +225,7 @@ class Network(Runnable[FlowResult]):
                 ``network_run`` and ``task`` families (after the global and network registries) and are
                 passed to every robot's run.
             run_id: The id carried by the events (random by default).
+            **run_context: More run parameters every task sees.
 
         Raises:
             ConfigurationError: the graph is invalid, has nothing to start, or routing named an unknown task.
@@ -315,11 +321,14 @@ class Network(Runnable[FlowResult]):
         Args:
             name: A task that ``state`` has started (``state.advance`` returned it).
             state: The turn's state.
-            message, on_content, hooks, run_context: The turn's run parameters, as given to :meth:`arun`.
+            message: The turn's message, as given to :meth:`arun`.
+            on_content: As for :meth:`arun`.
+            hooks: As for :meth:`arun`.
             on_event: Receives the task's events: ``step.started``, its robot's events tagged with
                 ``network``, ``task`` and ``robot``, then ``step.completed`` or ``step.failed``, with their
                 own ``seq`` from 1.
             run_id: The id carried by the events (random by default).
+            **run_context: The turn's other run parameters, as given to :meth:`arun`.
 
         Raises:
             ValueError: ``name`` is not running in ``state``.
@@ -378,15 +387,13 @@ class Network(Runnable[FlowResult]):
 
     # -- hooks ---------------------------------------------------------------------------
     def on(self, handler: type[Hook], *, context: Mapping[str, Any] | None = None) -> Registration:
-        """Register a :class:`~robotlab.hooks.Hook` subclass for this network's ``network_run`` and ``task``
-        families and for the runs, tool calls and model calls of its robots."""
+        """Register a :class:`~robotlab.hooks.Hook` for this network's turns, tasks and robots' runs."""
         return self.hooks.on(handler, context=context)
 
     # -- robots --------------------------------------------------------------------------
     @property
     def crew(self) -> list[Any]:
-        """The robots, in task order (robots added with :meth:`add_robot` last); a nested network
-        contributes its own crew in its place."""
+        """The robots in task order (:meth:`add_robot`'s last; a nested network's crew in its place)."""
         crew: list[Any] = []
         for runnable in self.robots.values():
             crew.extend(runnable.crew if isinstance(runnable, Network) else [runnable])
@@ -410,11 +417,7 @@ class Network(Runnable[FlowResult]):
         return list(self.robots.values())
 
     def add_robot(self, robot: Any) -> Network:
-        """Add a robot to the crew under its own name, without a task.
-
-        Raises:
-            ValueError: the name is taken (``"Robot '<name>' already exists in network '<network>'"``).
-        """
+        """Add a robot to the crew under its own name, without a task (a taken name is a ``ValueError``)."""
         if robot.name in self.robots:
             raise ValueError(f"Robot '{robot.name}' already exists in network '{self.name}'")
         self.robots[robot.name] = robot

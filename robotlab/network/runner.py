@@ -30,9 +30,12 @@ def reply_of(value: Any) -> Any:
 
 
 def relay(emitter: EventEmitter, **tags: Any) -> Callable[[Event], None]:
-    """A task's ``on_event``: its runnable's events go on into the network run's stream (the network's
-    ``run_id`` and ``seq``) with ``tags`` added where the event has no such key, and without the
-    runnable's own ``stream.ended`` (the network ends the stream)."""
+    """A task's ``on_event``.
+
+    Its runnable's events go on into the network run's stream (the network's ``run_id`` and ``seq``) with ``tags``
+    added where the event has no such key, and without the runnable's own ``stream.ended`` (the network ends the
+    stream).
+    """
 
     def forward(event: Event) -> None:
         if event.kind != streaming.STREAM_ENDED:
@@ -42,8 +45,10 @@ def relay(emitter: EventEmitter, **tags: Any) -> Callable[[Event], None]:
 
 
 async def run_task(network: Network, task: Task, flow: FlowResult, emitter: EventEmitter | None) -> FlowResult:
-    """Run one task on ``flow``; with an emitter, between ``step.started`` and ``step.completed`` (or
-    ``step.failed``), its runnable's events relayed in between.
+    """Run one task on ``flow``.
+
+    With an emitter, between ``step.started`` and ``step.completed`` (or ``step.failed``), its runnable's events
+    relayed in between.
 
     Raises:
         TypeError: the runnable's ``call`` returned something else than a FlowResult.
@@ -126,8 +131,10 @@ class LocalTurn:
 
 
 async def run_nested(network: Network, result: FlowResult) -> FlowResult:
-    """``network`` as one step of another network (what :meth:`Network.call
-    <robotlab.network.Network.call>` does): its run's exception becomes an error result."""
+    """``network`` as one step of another network (what :meth:`Network.call <robotlab.network.Network.call>` does).
+
+    Its run's exception becomes an error result.
+    """
     message, options = extract_run_context(result)
     options.pop("task", None)  # the outer task: the inner tasks set their own
     try:

@@ -101,8 +101,10 @@ class TurnState:
         return next(iter(self.errors), None)
 
     def input(self, name: str, run_params: Any) -> FlowResult:
-        """The result task ``name`` is called with: its parents' results merged, valued by the last one (by
-        the run parameters for a root and for a task the router started).
+        """The result task ``name`` is called with.
+
+        Its parents' results merged, valued by the last one (by the run parameters for a root and for a task the
+        router started).
 
         Args:
             name: A started task.
@@ -123,9 +125,11 @@ class TurnState:
         return merge_results(finished, run_params, finished[-1].value if finished else run_params)
 
     def final(self, run_params: Any) -> FlowResult:
-        """The turn's result: every finished result merged, valued by the halting task's result or by the
-        last-declared finished task nothing depends on (the run parameters when none ran); halted when a
-        task halted."""
+        """The turn's result.
+
+        Every finished result merged, valued by the halting task's result or by the last-declared finished task
+        nothing depends on (the run parameters when none ran); halted when a task halted.
+        """
         upstream = {p for parents in self.parents.values() for p in parents}
         sinks = [n for n in self.dependencies if n in self.results and n not in upstream]
         if self.halted_by is not None:
@@ -221,8 +225,10 @@ class TurnState:
         return queued
 
     def route(self, answer: Any) -> bool:
-        """Apply the router's ``answer`` (a task name, a list of them or ``None``); ``True`` when a task was
-        queued. The activated tasks receive every result so far, valued by the run parameters.
+        """Apply the router's ``answer`` (a task name, a list of them or ``None``).
+
+        ``True`` when a task was queued. The activated tasks receive every result so far, valued by the run
+        parameters.
 
         Raises:
             TypeError: ``answer`` is not a name, a list or ``None``.

@@ -106,8 +106,9 @@ def _pieces(content: str) -> list[str]:
 
 
 class FakeLLM:
-    """A scripted model. Steps are :func:`text`, :func:`tool_call`, :func:`tool_calls`,
-    :func:`raise_` or plain strings (text replies).
+    """A scripted model.
+
+    Steps are :func:`text`, :func:`tool_call`, :func:`tool_calls`, :func:`raise_` or plain strings (text replies).
 
     Args:
         script: The replies, in order.

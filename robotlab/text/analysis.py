@@ -222,7 +222,7 @@ def word_hash(text: Any, *, symbols: bool = False) -> dict[str, int]:
 
 
 def dot(vec_a: Mapping[str, float], vec_b: Mapping[str, float]) -> float:
-    """Dot product over the keys both vectors share (exactly rounded, so ``dot(a, b) == dot(b, a)``)."""
+    """The dot product over the keys both vectors share (exactly rounded: symmetric in its arguments)."""
     if len(vec_b) < len(vec_a):
         vec_a, vec_b = vec_b, vec_a
     return float(math.fsum(value * vec_b[key] for key, value in vec_a.items() if key in vec_b))

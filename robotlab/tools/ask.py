@@ -187,8 +187,10 @@ class AskRequest:
     robot: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``hitl.requested`` payload: ``request_id``, ``question``, ``choices``, ``default``,
-        ``robot``."""
+        """The ``hitl.requested`` payload.
+
+        ``request_id``, ``question``, ``choices``, ``default``, ``robot``.
+        """
         return {
             "request_id": self.id,
             "question": self.question,

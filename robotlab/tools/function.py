@@ -52,7 +52,7 @@ def tool(
     """Turn a typed function (sync or ``async``) into a :class:`Tool`.
 
     The schema comes from the type hints; the description and the per-argument
-    descriptions from the docstring (Google style ``Args:``)::
+    descriptions from the docstring (a Google style arguments section)::
 
         @robotlab.tool
         def get_weather(location: str, unit: Literal["c", "f"] = "c") -> dict:
@@ -61,6 +61,11 @@ def tool(
             Args:
                 location: City name, e.g. "Paris".
             '''
+
+    Args:
+        fn: The function; without it, ``tool(name=..., description=...)`` returns a decorator.
+        name: The tool's name (the function's by default).
+        description: The tool's description (the docstring's by default).
     """
     if fn is not None:
         return FunctionTool(fn, name=name, description=description)

@@ -275,39 +275,47 @@ class ToolRegistry(ToolManifest):
         return descriptor
 
     def remove(self, name: Any) -> ToolDescriptor | None:
+        """:meth:`ToolManifest.remove`, under the lock."""
         with self._lock:
             return super().remove(name)
 
     def clear(self) -> ToolRegistry:
+        """:meth:`ToolManifest.clear`, under the lock."""
         with self._lock:
             super().clear()
         return self
 
     def replace(self, tools: Any) -> ToolRegistry:
+        """:meth:`ToolManifest.replace`, under the lock."""
         with self._lock:
             super().replace(tools)
         return self
 
     def merge(self, other: Any) -> ToolRegistry:
+        """:meth:`ToolManifest.merge`, under the lock."""
         with self._lock:
             super().merge(other)
         return self
 
     @property
     def names(self) -> list[str]:
+        """The tool names, in the order they were added."""
         with self._lock:
             return list(self._tools)
 
     @property
     def values(self) -> list[Any]:
+        """The tools, in the order they were added."""
         with self._lock:
             return list(self._tools.values())
 
     def summary(self) -> list[dict[str, str]]:
+        """:meth:`ToolManifest.summary`, under the lock."""
         with self._lock:
             return super().summary()
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
+        """:meth:`ToolManifest.to_dict`, under the lock."""
         with self._lock:
             return super().to_dict()
 

@@ -98,8 +98,10 @@ class Capabilities:
 
     @classmethod
     def from_front_matter(cls, front_matter: Mapping[str, Any] | None) -> Capabilities:
-        """The capabilities a SKILL.md front matter declares (its ``fs_read``, ``fs_write``, ``network``,
-        ``timeout`` and ``trust`` keys; missing keys get the defaults)."""
+        """The capabilities a SKILL.md front matter declares.
+
+        Its ``fs_read``, ``fs_write``, ``network``, ``timeout`` and ``trust`` keys; missing keys get the defaults.
+        """
         meta = front_matter or {}
 
         def value(key: str, default: Any) -> Any:
@@ -116,8 +118,11 @@ class Capabilities:
 
     @classmethod
     def ceiling(cls, config: Any = None) -> Capabilities:
-        """The most any skill may get: the configuration's ``sandbox`` section (the current
-        configuration by default); without one, read access to the working directory only."""
+        """The most any skill may get.
+
+        The configuration's ``sandbox`` section (the current configuration by default); without one, read access to
+        the working directory only.
+        """
         if config is None:
             from ..config import get_config
 
@@ -139,8 +144,11 @@ class Capabilities:
         return self.trust == "core"
 
     def intersect(self, ceiling: Capabilities) -> Capabilities:
-        """The grant: paths kept only when under one of the ceiling's roots (both expanded to absolute
-        paths), network only when both allow it, the smaller timeout, and this trust level."""
+        """The grant.
+
+        Paths kept only when under one of the ceiling's roots (both expanded to absolute paths), network only when
+        both allow it, the smaller timeout, and this trust level.
+        """
         return Capabilities(
             fs_read=_clamp(self.fs_read, ceiling.fs_read),
             fs_write=_clamp(self.fs_write, ceiling.fs_write),
@@ -165,8 +173,11 @@ class Capabilities:
 
 
 def format_result(output: str, returncode: int | None) -> str:
-    """The tool result of a finished script: its output when it exited 0, ``"Error (exit <N>):\\n<output>"``
-    when it failed, ``"Error (timed out):\\n<output>"`` when ``returncode`` is ``None`` (killed)."""
+    """The tool result of a finished script.
+
+    Its output when it exited 0, ``"Error (exit <N>):\\n<output>"`` when it failed, ``"Error (timed
+    out):\\n<output>"`` when ``returncode`` is ``None`` (killed).
+    """
     if returncode is None:
         return f"Error (timed out):\n{output}"
     return output if returncode == 0 else f"Error (exit {returncode}):\n{output}"
@@ -234,8 +245,10 @@ class ScriptTool(Tool):
         capabilities: Capabilities | None = None,
         skill_dir: str | Path | None = None,
     ) -> ScriptTool | None:
-        """A tool for the script at ``path``, or ``None`` (with the warning
-        ``"ScriptTool: <basename> is not executable, skipping"``) when it is not an executable file."""
+        """A tool for the script at ``path``, or ``None`` (with the warning ``"ScriptTool.
+
+        <basename> is not executable, skipping"``) when it is not an executable file.
+        """
         script = Path(path)
         if not (script.is_file() and os.access(script, os.X_OK)):
             logger.warning("ScriptTool: %s is not executable, skipping", script.name)

@@ -93,8 +93,11 @@ async def _respond(row: Any, mode: str) -> HttpResponse:
 
 
 async def _sse(row: Any) -> AsyncIterator[str]:
-    """The run's ACP events: ``run.created``, ``run.in-progress``, a ``message.part`` per text delta,
-    ``message.completed`` and the final ``run.*`` event."""
+    """The run's ACP events.
+
+    ``run.created``, ``run.in-progress``, a ``message.part`` per text delta, ``message.completed`` and the final
+    ``run.*`` event.
+    """
 
     def frame(event: dict[str, Any]) -> str:
         return f"data: {json.dumps(event)}\n\n"

@@ -1,5 +1,8 @@
-"""The ACP wire shapes of the app's rows: a run row as an ACP ``Run``, a robot as an ``AgentManifest``,
-the protocol's error object, and the text of ACP input messages."""
+"""The ACP wire shapes of the app's rows.
+
+A run row as an ACP ``Run``, a robot as an ``AgentManifest``, the protocol's error object, and the text of ACP input
+messages.
+"""
 
 from __future__ import annotations
 
