@@ -22,6 +22,8 @@ _ARITHMETIC = re.compile(r"(-?\d+(?:\.\d+)?(?:\s*(?:\*\*|//|[-+*/%])\s*-?\d+(?:\
 #: Parameters that name a place: given the words after "in"/"at"/"for" ("weather in Paris" -> "Paris").
 _PLACE_PARAMETERS = {"location", "city", "place", "where", "country", "region"}
 _PLACE = re.compile(r"\b(?:in|at|for)\s+([A-Z][\w .'-]*?)\s*[?.!]*$")
+#: Options a message lists after a colon ("which plan: basic, pro or team"), offered as a tool's ``choices``.
+_OPTIONS = re.compile(r":\s*([^:]+?\bor\b[^:]+?)\s*[?.!]*$")
 _STOP = {
     "the",
     "a",
@@ -112,8 +114,12 @@ class DemoLLM:
         for spec in tools:
             keys = _words(spec["name"].replace("_", " ")) | _words(spec.get("description", ""))
             if words & keys:
-                required = spec.get("parameters", {}).get("required", [])
-                return spec["name"], {name: _argument(name, text) for name in required}
+                parameters = spec.get("parameters", {})
+                arguments = {name: _argument(name, text) for name in parameters.get("required", [])}
+                options = _OPTIONS.search(text)
+                if options and "choices" in parameters.get("properties", {}):
+                    arguments["choices"] = [o.strip() for o in re.split(r",|\bor\b", options.group(1)) if o.strip()]
+                return spec["name"], arguments
         return None
 
     def _answer(self, request: LLMRequest) -> LLMResponse:

@@ -379,6 +379,31 @@ def test_a_question_is_answered_on_the_chat_page_and_the_resumed_reply_streams_i
             browser.close()
 
 
+def test_a_question_with_choices_is_answered_with_a_click(live_site: str) -> None:
+    """Issue 13: a question with choices shows a button per choice; a click answers and the reply resumes."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(20_000)
+            _log_in(page, live_site, "concierge")
+            expect(page.locator("#rl-connection")).to_have_text("live")
+            page.fill("#rl-input", "Ask the user which plan suits them: basic, pro or team")
+            page.click("#rl-send")
+            question = page.locator(".rl-message.assistant .rl-question")
+            expect(question.locator(".rl-choice")).to_have_text(["basic", "pro", "team"])
+            expect(question.locator(".rl-answer")).to_have_count(0)  # buttons, no text box
+            question.locator(".rl-choice", has_text="pro").click()
+            reply = page.locator(".rl-message.assistant .rl-text").last
+            expect(reply).to_have_text("I asked my tools: robot_lab--ask_user returned pro.")
+            expect(question).to_have_count(0)
+            expect(page.locator(".rl-message.assistant .rl-status").last).to_be_empty()
+        finally:
+            browser.close()
+
+
 RESULT_OF = """async (url) => {
   const response = await fetch(url, {headers: {Accept: "application/json"}, credentials: "same-origin"});
   const data = await response.json();

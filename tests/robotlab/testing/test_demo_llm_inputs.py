@@ -45,3 +45,17 @@ def test_other_parameters_still_get_the_message() -> None:
 def test_power_floor_division_and_modulo_are_arithmetic(text: str, expression: str) -> None:
     assert _call(text, _tool("calculate", "Evaluate arithmetic", "expression")) == (
         "calculate", {"expression": expression})
+
+
+def test_options_after_a_colon_become_the_questions_choices() -> None:
+    ask = _tool("ask_user", "Ask the user a question", "question")
+    ask["function"]["parameters"]["properties"]["choices"] = {"type": "array", "items": {"type": "string"}}
+    name, arguments = _call("Ask the user which plan suits them: basic, pro or team", ask)
+    assert name == "ask_user" and arguments["choices"] == ["basic", "pro", "team"]
+    assert "choices" not in _call("Ask the user which plan suits them", ask)[1]
+
+
+def test_the_demo_model_answers_a_question_about_markdown_in_markdown() -> None:
+    request = LLMRequest(model="demo", messages=[{"role": "user", "content": "Show me some Markdown"}])
+    reply = asyncio.run(DemoLLM(delay=0).complete(request)).content or ""
+    assert "| robot | role |" in reply and "```python" in reply and "- a list item" in reply
