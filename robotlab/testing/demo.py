@@ -115,7 +115,7 @@ class DemoLLM:
             keys = _words(spec["name"].replace("_", " ")) | _words(spec.get("description", ""))
             if words & keys:
                 parameters = spec.get("parameters", {})
-                arguments = {name: _argument(name, text) for name in parameters.get("required", [])}
+                arguments: dict[str, Any] = {name: _argument(name, text) for name in parameters.get("required", [])}
                 options = _OPTIONS.search(text)
                 if options and "choices" in parameters.get("properties", {}):
                     arguments["choices"] = [o.strip() for o in re.split(r",|\bor\b", options.group(1)) if o.strip()]
