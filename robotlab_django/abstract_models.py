@@ -72,6 +72,26 @@ class ThreadQuerySet(models.QuerySet):
         return self.filter(updated_at__lt=cutoff)
 
 
+class CostField(models.DecimalField):
+    """A ``DecimalField`` whose values read without trailing zeros: ``Decimal('0')``, not ``Decimal('0E-8')``.
+
+    The column keeps 8 decimal places; only the Python value is normalized, so ``print(result.cost)`` shows
+    ``0`` or ``0.0025``. It migrates as a plain ``DecimalField``.
+    """
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Decimal | None:
+        """The stored value without its trailing zeros (an integral value without an exponent)."""
+        if value is None:
+            return None
+        value = Decimal(value)
+        return value.quantize(Decimal(1)) if value == value.to_integral_value() else value.normalize()
+
+    def deconstruct(self) -> Any:
+        """Deconstruct as ``django.db.models.DecimalField``: no migration for the normalization."""
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.DecimalField", args, kwargs
+
+
 class AbstractThread(models.Model):
     """A conversation: the Rails thread columns plus its owner and robot."""
 
@@ -153,7 +173,7 @@ class AbstractRobotResult(models.Model):
     model = models.CharField(_("model"), max_length=255, blank=True, default="")
     input_tokens = models.PositiveIntegerField(_("input tokens"), default=0)
     output_tokens = models.PositiveIntegerField(_("output tokens"), default=0)
-    cost = models.DecimalField(_("cost (USD)"), max_digits=14, decimal_places=8, default=Decimal(0))
+    cost = CostField(_("cost (USD)"), max_digits=14, decimal_places=8, default=Decimal(0))
     duration = models.FloatField(_("duration (s)"), null=True, blank=True)
     error = models.TextField(_("error"), blank=True, default="")
     error_type = models.CharField(_("error type"), max_length=255, blank=True, default="")

@@ -27,3 +27,18 @@ def test_the_templates_use_the_same_format() -> None:
     rendered = Template("{% load robotlab_format %}{{ zero|usd }} {{ small|usd }}").render(
         Context({"zero": Decimal("0E-8"), "small": Decimal("0.0025")}))
     assert rendered == "$0.00 $0.002500"
+
+
+@pytest.mark.django_db
+def test_a_stored_cost_reads_without_trailing_zeros_in_python() -> None:
+    """Issue 17: ``result.cost`` printed ``0E-8`` for a free run; it reads ``0`` (and ``0.0025``)."""
+    from robotlab_django.models import RobotResult, Thread
+
+    thread = Thread.objects.create(robot_name="echo")
+    free = RobotResult.objects.create(thread=thread, sequence_number=1, robot_name="echo", cost=Decimal(0))
+    paid = RobotResult.objects.create(thread=thread, sequence_number=2, robot_name="echo",
+                                      cost=Decimal("0.00250000"))
+    free.refresh_from_db()
+    paid.refresh_from_db()
+    assert str(free.cost) == "0" and str(paid.cost) == "0.0025"
+    assert str(RobotResult.objects.get(pk=paid.pk).cost) == "0.0025" and paid.cost == Decimal("0.0025")
