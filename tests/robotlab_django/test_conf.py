@@ -41,6 +41,7 @@ def test_resolved_models_and_llm_factory(settings: Any) -> None:
         Thread, RobotResult, RunEvent)
     from robotlab.testing import DemoLLM
 
+    settings.ROBOTLAB = {"LLM": "robotlab.testing.DemoLLM"}  # a dotted path resolves to what it names
     assert app_settings.llm_factory() is DemoLLM
     marker = object()
     settings.ROBOTLAB = {"LLM": lambda: marker}
