@@ -250,8 +250,7 @@ class Robot(Runnable["RobotResult"]):
             on_event: Receives every :class:`~robotlab.streaming.Event` of the run.
             run_id: The id carried by events (random by default).
             hooks: :class:`~robotlab.Hook` subclasses (one or a list) active for this run only.
-            budgets: Shared budgets this run also counts against (a network's; see
-                :class:`~robotlab.budget.SharedBudget`), besides the robot's own.
+            budgets: :class:`~robotlab.budget.SharedBudget` objects (a network's) this run also counts against.
             template_context: Template parameters for this run; an error when the robot has no template.
         """
         if template_context:
@@ -267,8 +266,7 @@ class Robot(Runnable["RobotResult"]):
             return await _run.run_robot(
                 self, message, tools=tools, mcp=mcp, network=network, task=task, memory=run_memory,
                 network_config=network_config, per_run_hooks=hooks, on_content=on_content, on_event=on_event,
-                run_id=run_id, budgets=budgets,
-            )
+                run_id=run_id, budgets=budgets)
         finally:
             run_memory.current_writer, self._run_memory = previous_writer, previous_memory
             self.persona.restore_agent_skills(injected, self.local_tools)

@@ -59,8 +59,7 @@ class Network(Runnable[FlowResult]):
             positive int, the most tasks running at once.
         memory: The shared :class:`~robotlab.memory.Memory` (a new one by default; a dict seeds a new one).
         config: A :class:`~robotlab.run_config.RunConfig` (or dict): the tools/MCP parent of the robots,
-            ``max_concurrent_robots``, and ``token_budget`` / ``cost_budget``: one budget covering every task's
-            run, over all the network's runs (see :attr:`budget`).
+            ``max_concurrent_robots``, and ``token_budget`` / ``cost_budget`` (one :attr:`budget` for all tasks).
         router: ``router(flow_result) -> task name | list | None``, asked whenever the network has nothing
             left to run; it activates optional tasks (see the guide).
 
@@ -88,9 +87,8 @@ class Network(Runnable[FlowResult]):
             self.memory.merge(memory or {})
         self.config = config if isinstance(config, RunConfig) else RunConfig(**dict(config or {}))
         self.router = router
-        self.budget: SharedBudget | None = SharedBudget.of(
-            f"network '{self.name}'", token_budget=self.config.token_budget, cost_budget=self.config.cost_budget)
-        """The network's ``token_budget`` / ``cost_budget``, shared by every task's run (``None`` without them)."""
+        self.budget = SharedBudget.of(f"network '{self.name}'", token_budget=self.config.token_budget,
+                                      cost_budget=self.config.cost_budget)  # every task's run counts against it
         self.robots: dict[str, Any] = {}
         self.tasks: dict[str, Task] = {}
         self.bus_poller = BusPoller()
@@ -277,8 +275,7 @@ class Network(Runnable[FlowResult]):
         """The run parameters every task of a turn sees (``result.context["run_params"]``).
 
         ``message`` and ``run_context``, plus the network's memory (``network_memory``), the network, its
-        config (merged over an outer network's ``network_config``), its :attr:`budget` (added to an outer
-        network's ``budgets``), ``hooks`` and ``on_content``.
+        config (merged over an outer network's ``network_config``), ``budgets``, ``hooks`` and ``on_content``.
 
         Raises:
             TypeError: ``hooks`` holds something that is not a Hook subclass.
