@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from django.db import connections
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
@@ -42,7 +43,14 @@ _DB_THREAD = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_pr
 
 def _sync(fn: Callable[[], T]) -> T:
     """Run the ORM call ``fn`` in a plain thread (a robot's budget is checked on RobotLab's event loop)."""
-    return _DB_THREAD.submit(fn).result()
+
+    def call() -> T:
+        try:
+            return fn()
+        finally:
+            connections.close_all()  # the thread's connection is not left open between checks
+
+    return _DB_THREAD.submit(call).result()
 
 
 def _row(scope: str, day: dt.date) -> Any:
