@@ -24,7 +24,7 @@ from .result import RobotResult
 from .streaming import Chunk, EventEmitter
 
 if TYPE_CHECKING:
-    from .budget import Budget
+    from .budget import Budget, SharedBudget
     from .conversation import Conversation
     from .tools import Tool
 
@@ -83,6 +83,7 @@ class RunRequest:
     emitter: EventEmitter | None = None
     max_tool_rounds: int | None = None
     doom_loop_threshold: int | None = None
+    shared_budgets: Sequence[SharedBudget] = ()
 
 
 @dataclass
@@ -168,6 +169,8 @@ class _Run:
             cost=usage.cost,
         )
         self.request.budget.check(usage.cost)
+        for shared in self.request.shared_budgets:
+            shared.check(tokens=usage.input_tokens + usage.output_tokens, cost=usage.cost)
 
     async def _call_tool(self, call: ToolCallRequest, by_name: dict[str, Tool], detector: DoomLoopDetector) -> None:
         request = self.request

@@ -16,7 +16,7 @@ import concurrent.futures
 import inspect
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import hooks, llm, streaming
@@ -31,6 +31,7 @@ from .streaming import Chunk, Event, EventEmitter
 from .tools.parking import RunParked
 
 if TYPE_CHECKING:
+    from .budget import Budget, SharedBudget
     from .memory import Memory
     from .robot import Robot
     from .run_config import RunConfig
@@ -78,6 +79,7 @@ async def run_robot(
     on_content: Callable[[Chunk], Any] | None,
     on_event: Callable[[Event], Any] | None,
     run_id: str | None,
+    budgets: Sequence[SharedBudget] = (),
 ) -> RobotResult:
     """Run ``robot`` on ``message`` inside the ``run`` hook family, with this run's hook scope set."""
     if network_config is None and network is not None:
@@ -91,7 +93,7 @@ async def run_robot(
     async def execute() -> RobotResult:
         emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None
         return await _execute(robot, context, tools=tools, mcp=mcp, network_config=network_config,
-                              on_content=on_content, emitter=emitter)
+                              on_content=on_content, emitter=emitter, shared=budgets)
 
     with hooks.with_hook_scope(registries, handlers):
         result = await hooks.run("run", context, execute, registries=registries, per_run_hooks=handlers)
@@ -105,7 +107,7 @@ async def run_robot(
 
 async def _execute(robot: Robot, run_context: hooks.RunHookContext, *, tools: Any, mcp: Any,
                    network_config: RunConfig | None, on_content: Callable[[Chunk], Any] | None,
-                   emitter: EventEmitter | None) -> RobotResult:
+                   emitter: EventEmitter | None, shared: Sequence[SharedBudget] = ()) -> RobotResult:
     message = run_context.request
     text = None if message is None else str(message)
     model = robot.model
@@ -116,6 +118,13 @@ async def _execute(robot: Robot, run_context: hooks.RunHookContext, *, tools: An
     selected = robot.resolve_tools(tools, network_config=network_config)
     budget = robot.budget
     reservations = budget.reserve()
+    held: list[tuple[SharedBudget, dict[str, Any]]] = []
+    try:
+        for shared_budget in shared:
+            held.append((shared_budget, shared_budget.reserve()))
+    except BaseException:
+        _reconcile(budget, reservations, held, RunUsage())
+        raise
     own = robot.callbacks
     max_tool_rounds = robot.config.max_tool_rounds
     request = RunRequest(
@@ -132,6 +141,7 @@ async def _execute(robot: Robot, run_context: hooks.RunHookContext, *, tools: An
         emitter=emitter,
         max_tool_rounds=max_tool_rounds if max_tool_rounds is not None else get_config().max_tool_rounds,
         doom_loop_threshold=robot.config.doom_loop_threshold,
+        shared_budgets=list(shared),
     )
     usage = RunUsage()
     if emitter is not None:
@@ -148,7 +158,7 @@ async def _execute(robot: Robot, run_context: hooks.RunHookContext, *, tools: An
             emitter.emit(streaming.STREAM_ENDED)
         raise
     finally:
-        budget.reconcile(reservations, tokens=usage.input_tokens + usage.output_tokens, cost=usage.cost)
+        _reconcile(budget, reservations, held, usage)
     if emitter is not None:
         emitter.emit(
             streaming.RUN_COMPLETED,
@@ -161,6 +171,15 @@ async def _execute(robot: Robot, run_context: hooks.RunHookContext, *, tools: An
         )
         emitter.emit(streaming.STREAM_ENDED)
     return result
+
+
+def _reconcile(budget: Budget, reservations: dict[str, float], held: list[tuple[SharedBudget, dict[str, Any]]],
+               usage: RunUsage) -> None:
+    """Swap the robot's and the shared budgets' reservations for what the run used."""
+    tokens = usage.input_tokens + usage.output_tokens
+    budget.reconcile(reservations, tokens=tokens, cost=usage.cost)
+    for shared_budget, held_reservations in held:
+        shared_budget.reconcile(held_reservations, tokens=tokens, cost=usage.cost)
 
 
 async def _generate(robot: Robot, request: RunRequest, usage: RunUsage,

@@ -24,12 +24,12 @@ import math
 import threading
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from ._ruby import format_number
 from .errors import BudgetExceeded
 
-__all__ = ["Budget", "Ledger"]
+__all__ = ["Budget", "Ledger", "SharedBudget"]
 
 
 class _ZeroDefault(dict[str, Any]):
@@ -191,3 +191,116 @@ class Budget:
         actual = {"tokens": tokens, "cost": cost}
         for key, reserved in reservations.items():
             self.ledger.reconcile(key, reserved, actual.get(key, 0))
+
+
+class LedgerLike(Protocol):
+    """What :class:`SharedBudget` needs of a ledger: :class:`Ledger`'s methods (a database ledger has them too)."""
+
+    limits: dict[str, Any]
+
+    @property
+    def consumed(self) -> Mapping[str, Any]:
+        """What has been consumed, per dimension."""
+
+    def reserve(self, key: str, amount: Any) -> None:
+        """Reserve ``amount`` of ``key``, or raise :class:`~robotlab.BudgetExceeded`."""
+
+    def reconcile(self, key: str, reserved_amount: Any, actual_amount: Any) -> None:
+        """Swap a reservation for what was consumed."""
+
+    def remaining(self, key: str) -> Any:
+        """What is left of ``key``'s limit."""
+
+
+class SharedBudget:
+    """A token and cost budget shared by every robot run of a scope: a network's ``token_budget`` / ``cost_budget``.
+
+    Each robot run of the scope reserves what is left before its first LLM call (an already spent
+    budget raises the seed's ``"budget exceeded for tokens: 60 > 50"``), is checked after every LLM
+    response against what the scope consumed plus what the run used so far (``"Token budget exceeded:
+    <N> tokens used, budget is <M>"``, ``"Cost budget exceeded: $<used> used, budget is $<limit>"``) and
+    reconciles its reservation when it ends. The errors are :class:`~robotlab.BudgetExceeded` with
+    ``scope`` set, so a network run stops with them instead of going on to its next task.
+
+    Args:
+        scope: What the budget covers, named in the errors (``"network 'support'"``).
+        ledger: The ledger holding the scope's limits and consumption: a :class:`Ledger` in one process,
+            a database ledger across workers (``robotlab_django``).
+    """
+
+    def __init__(self, *, scope: str, ledger: LedgerLike) -> None:
+        self.scope = scope
+        self.ledger = ledger
+
+    @classmethod
+    def of(cls, scope: str, *, token_budget: int | None, cost_budget: float | None) -> SharedBudget | None:
+        """A budget with an in-process :class:`Ledger` for these limits, or ``None`` when both are unset.
+
+        Args:
+            scope: What the budget covers (see the class).
+            token_budget: Total tokens (input plus output) of every run of the scope.
+            cost_budget: Total cost in USD of every run of the scope.
+        """
+        limits = {k: v for k, v in (("tokens", token_budget), ("cost", cost_budget)) if v is not None}
+        return cls(scope=scope, ledger=Ledger(limits=limits)) if limits else None
+
+    def _mark(self, exc: BudgetExceeded) -> BudgetExceeded:
+        exc.scope = self.scope
+        return exc
+
+    def reserve(self) -> dict[str, Any]:
+        """Reserve what is left per limited dimension; returns the reservations to reconcile.
+
+        Raises:
+            BudgetExceeded: a dimension is already spent past its limit.
+        """
+        reservations: dict[str, Any] = {}
+        try:
+            for key in list(self.ledger.limits):
+                amount = self.ledger.remaining(key)
+                self.ledger.reserve(key, amount)
+                reservations[key] = amount
+        except BudgetExceeded as exc:
+            self.reconcile(reservations, tokens=0, cost=0.0)
+            raise self._mark(exc) from None
+        return reservations
+
+    def check(self, *, tokens: int, cost: float) -> None:
+        """Stop the run when the scope's consumption plus this run's so far passed a limit.
+
+        Args:
+            tokens: The run's tokens so far (input plus output).
+            cost: The run's cost so far.
+
+        Raises:
+            BudgetExceeded: with the seed's "Token budget exceeded" / "Cost budget exceeded" message.
+        """
+        limits, consumed = self.ledger.limits, self.ledger.consumed
+        token_limit, cost_limit = limits.get("tokens"), limits.get("cost")
+        if token_limit is not None:
+            used = consumed.get("tokens", 0) + tokens
+            if used > token_limit:
+                raise self._mark(BudgetExceeded(
+                    f"Token budget exceeded: {int(used)} tokens used, budget is {int(token_limit)}",
+                    dimension="tokens", limit=token_limit, usage=used))
+        if cost_limit is not None:
+            spent = float(consumed.get("cost", 0)) + cost
+            if spent > cost_limit:
+                raise self._mark(BudgetExceeded(
+                    f"Cost budget exceeded: ${spent:.6f} used, budget is ${float(cost_limit):.6f}",
+                    dimension="cost", limit=cost_limit, usage=spent))
+
+    def reconcile(self, reservations: Mapping[str, Any], *, tokens: int, cost: float) -> None:
+        """Swap ``reservations`` for what the run used.
+
+        Args:
+            reservations: What :meth:`reserve` returned.
+            tokens: The run's tokens (input plus output).
+            cost: The run's cost.
+        """
+        actual = {"tokens": tokens, "cost": cost}
+        for key, reserved in reservations.items():
+            self.ledger.reconcile(key, reserved, actual.get(key, 0))
+
+    def __repr__(self) -> str:
+        return f"<SharedBudget {self.scope} {self.ledger!r}>"

@@ -261,11 +261,15 @@ class BudgetExceeded(InferenceError):
         dimension: the budget's dimension (``"tokens"`` or ``"cost"``).
         limit: the budget that was passed.
         usage: what was used (or would have been committed), in the budget's unit.
+
+    ``scope`` names a shared budget that stopped the run (``"network 'support'"``), ``None`` for a
+    robot's own budget.
     """
 
     dimension: str | None = None
     limit: float | None = None
     usage: float | None = None
+    scope: str | None = None
 
     def __init__(
         self,

@@ -24,7 +24,7 @@ from .runnable import Runnable
 
 if TYPE_CHECKING:
     from .agent_skill import AgentSkill
-    from .budget import Ledger
+    from .budget import Ledger, SharedBudget
     from .bus import BusPoller, Delivery, Handler, MessageBus, RobotMessage
     from .delegation import DelegationFuture
     from .hooks import Hook, Registration
@@ -232,6 +232,7 @@ class Robot(Runnable["RobotResult"]):
         on_event: Callable[[Event], Any] | None = None,
         run_id: str | None = None,
         hooks: Any = None,
+        budgets: Sequence[SharedBudget] = (),
         **template_context: Any,
     ) -> RobotResult:
         """Send ``message`` and run the tool loop until the model answers.
@@ -250,6 +251,7 @@ class Robot(Runnable["RobotResult"]):
             on_event: Receives every :class:`~robotlab.streaming.Event` of the run.
             run_id: The id carried by events (random by default).
             hooks: :class:`~robotlab.Hook` subclasses (one or a list) active for this run only.
+            budgets: :class:`~robotlab.budget.SharedBudget` objects (a network's) this run also counts against.
             template_context: Template parameters for this run; an error when the robot has no template.
         """
         if template_context:
@@ -265,8 +267,7 @@ class Robot(Runnable["RobotResult"]):
             return await _run.run_robot(
                 self, message, tools=tools, mcp=mcp, network=network, task=task, memory=run_memory,
                 network_config=network_config, per_run_hooks=hooks, on_content=on_content, on_event=on_event,
-                run_id=run_id,
-            )
+                run_id=run_id, budgets=budgets)
         finally:
             run_memory.current_writer, self._run_memory = previous_writer, previous_memory
             self.persona.restore_agent_skills(injected, self.local_tools)

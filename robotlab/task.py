@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import hooks
+from .errors import BudgetExceeded
 from .messages import TextMessage
 from .result import RobotResult
 from .run_config import RunConfig
@@ -36,7 +37,7 @@ __all__ = ["RUN_OPTIONS", "FlowResult", "Task", "deep_merge", "extract_run_conte
 #: Run parameters that are options of ``Robot.arun`` rather than template parameters. A network puts
 #: ``on_event``, ``on_content`` and ``hooks`` there when its run was given them, so every robot's run gets them.
 RUN_OPTIONS: tuple[str, ...] = ("mcp", "tools", "memory", "network_memory", "network_config", "network", "task",
-                                "on_event", "on_content", "hooks")
+                                "on_event", "on_content", "hooks", "budgets")
 
 #: Other ``Robot.arun`` keywords: never taken from run parameters, so never template parameters either.
 _CALL_ONLY = ("run_id",)
@@ -175,7 +176,8 @@ async def run_robot_step(robot: Robot, result: FlowResult) -> FlowResult:
     """What :meth:`Robot.call` does: run ``robot`` on ``result`` and record its RobotResult.
 
     Extra run parameters are template parameters, passed only to a robot with a template. Any
-    exception becomes an error result (see :func:`error_result`), so the network goes on. The
+    exception becomes an error result (see :func:`error_result`), so the network goes on, except a
+    :class:`~robotlab.BudgetExceeded` of a shared (network) budget, which is raised. The
     returned result has ``context[robot.name]`` set and the RobotResult as its value.
     """
     message, options = extract_run_context(result)
@@ -184,6 +186,10 @@ async def run_robot_step(robot: Robot, result: FlowResult) -> FlowResult:
     start = time.monotonic()
     try:
         robot_result = await robot.arun(message, **run_options, **template_context)
+    except BudgetExceeded as exc:
+        if exc.scope is not None:  # the network's budget is spent: its run stops
+            raise
+        robot_result = error_result(robot.name, exc)
     except Exception as exc:
         robot_result = error_result(robot.name, exc)
     robot_result.duration = time.monotonic() - start

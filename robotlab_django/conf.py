@@ -130,7 +130,16 @@ SETTINGS: dict[str, Setting] = {
     "ERASE_ON_USER_DELETE": Setting(
         False, (bool,), "Deleting a user also erases their content (threads, results, events, steps) instead of "
         "only clearing the threads' owner; 'manage.py robotlab_erase --user NAME' erases without deleting."),
+    "BUDGETS": Setting(
+        {}, (dict,), "Daily budgets, enforced across worker processes (docs/django/budgets.md): USER_TOKENS and "
+        "USER_COST per user per day, ROBOT_TOKENS and ROBOT_COST per robot per day (None or missing: no limit); "
+        "RESERVE_TOKENS (default 4000) and RESERVE_COST (default 0.05) are what each run reserves before it "
+        "starts, so concurrent runs never pass a limit by more than one reservation."),
 }
+
+#: The keys of ``ROBOTLAB["BUDGETS"]``: the daily limits and the per-run reservation defaults.
+BUDGET_LIMITS = ("USER_TOKENS", "USER_COST", "ROBOT_TOKENS", "ROBOT_COST")
+BUDGET_DEFAULTS = {"RESERVE_TOKENS": 4_000, "RESERVE_COST": 0.05}
 
 
 class AppSettings:
@@ -195,6 +204,13 @@ class AppSettings:
                                     doc=SETTINGS["ERASE_ON_USER_DELETE"].doc)
 
     # -- resolved values -----------------------------------------------------------------
+    @property
+    def BUDGETS(self) -> dict[str, Any]:  # noqa: N802 - named like the setting, as its siblings
+        """``ROBOTLAB["BUDGETS"]`` with the reservation defaults filled in (every limit ``None`` when unset)."""
+        value = self.get("BUDGETS")
+        given = value if isinstance(value, dict) else {}
+        return {**dict.fromkeys(BUDGET_LIMITS), **BUDGET_DEFAULTS, **given}
+
     def thread_model(self) -> type[models.Model]:
         """The model class named by ``THREAD_MODEL``."""
         return apps.get_model(self.THREAD_MODEL)

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .abstract_models import AbstractRobotResult, AbstractRunEvent, AbstractRunStep, AbstractThread, Status
 
-__all__ = ["ApiToken", "RobotResult", "RunEvent", "RunStep", "Status", "Thread"]
+__all__ = ["ApiToken", "BudgetLedger", "RobotResult", "RunEvent", "RunStep", "Status", "Thread", "UsageRollup"]
 
 
 class Thread(AbstractThread):
@@ -29,7 +29,11 @@ class RobotResult(AbstractRobotResult):
     thread = models.ForeignKey(Thread, verbose_name=_("thread"), on_delete=models.CASCADE, related_name="results")
 
     class Meta(AbstractRobotResult.Meta):
-        pass
+        indexes = [  # the admin list's filters and its newest-first order, fast at millions of rows
+            models.Index(fields=("-created_at", "-id"), name="robotlab_result_newest_idx"),
+            models.Index(fields=("status", "-created_at"), name="robotlab_result_status_idx"),
+            models.Index(fields=("model", "-created_at"), name="robotlab_result_model_idx"),
+        ]
 
 
 class RunEvent(AbstractRunEvent):
@@ -72,3 +76,54 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+
+class UsageRollup(models.Model):
+    """Runs, tokens and cost of one day, robot, model and user: kept up to date as runs finish.
+
+    The admin's usage page and the budget checks read these few rows instead of aggregating every
+    result (see :mod:`robotlab_django.rollups`).
+    """
+
+    day = models.DateField(_("day"))
+    robot_name = models.CharField(_("robot"), max_length=255)
+    model = models.CharField(_("model"), max_length=255, blank=True, default="")
+    user_id = models.CharField(_("user id"), max_length=64, blank=True, default="",
+                               help_text=_("The thread owner's primary key; empty for anonymous threads."))
+    runs = models.PositiveIntegerField(_("runs"), default=0)
+    input_tokens = models.BigIntegerField(_("input tokens"), default=0)
+    output_tokens = models.BigIntegerField(_("output tokens"), default=0)
+    cost = models.DecimalField(_("cost (USD)"), max_digits=20, decimal_places=8, default=0)
+
+    class Meta:
+        verbose_name = _("usage rollup")
+        verbose_name_plural = _("usage rollups")
+        constraints = [models.UniqueConstraint(fields=("day", "robot_name", "model", "user_id"),
+                                               name="robotlab_rollup_key_uniq")]
+        indexes = [models.Index(fields=("user_id", "day"), name="robotlab_rollup_user_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.robot_name} {self.model} {self.user_id}"
+
+
+class BudgetLedger(models.Model):
+    """Consumption and outstanding reservations of one budget scope on one day (see :mod:`robotlab_django.budgets`).
+
+    ``scope`` is ``"user:<pk>"``, ``"robot:<name>"`` or ``"network:<turn run id>"``; rows change only
+    through conditional updates, so worker processes share them safely.
+    """
+
+    scope = models.CharField(_("scope"), max_length=255)
+    day = models.DateField(_("day"))
+    consumed_tokens = models.BigIntegerField(_("consumed tokens"), default=0)
+    reserved_tokens = models.BigIntegerField(_("reserved tokens"), default=0)
+    consumed_cost = models.DecimalField(_("consumed cost (USD)"), max_digits=20, decimal_places=8, default=0)
+    reserved_cost = models.DecimalField(_("reserved cost (USD)"), max_digits=20, decimal_places=8, default=0)
+
+    class Meta:
+        verbose_name = _("budget ledger")
+        verbose_name_plural = _("budget ledgers")
+        constraints = [models.UniqueConstraint(fields=("scope", "day"), name="robotlab_ledger_scope_day_uniq")]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.day}"

@@ -60,6 +60,7 @@ from robotlab.tools.parking import ParkingChannel, RunParked
 
 from . import checkpoints, claims, run_watch
 from .abstract_models import Status
+from .budgets import DatabaseLedger
 from .chat_history import load_history
 from .conf import app_settings
 from .event_stream import astream_run, publish_failure
@@ -114,6 +115,9 @@ def _network(turn: Any, llm: Any, options: Mapping[str, Any] | None) -> tuple[Ne
     if url:
         network.memory = create_memory(backend="redis", redis_url=url, namespace=f"robotlab-turn-{turn.run_id}",
                                        network_name=network.name, ttl=MEMORY_TTL)
+    if network.budget is not None:  # the network's budget covers the turn's tasks on every worker
+        network.budget.ledger = DatabaseLedger(scope=f"network:{turn.run_id}", day=turn.created_at.date(),
+                                               limits=network.budget.ledger.limits)
     history = load_history(turn.thread_id, before=turn.sequence_number)
     for task in network.tasks.values():
         if isinstance(task.robot, Robot):

@@ -26,9 +26,9 @@ from robotlab.errors import RobotLabError
 from robotlab.streaming import Event
 from robotlab.tools.parking import RunParked
 
-from . import claims, network_turns, run_watch
+from . import budgets, claims, network_turns, run_watch
 from .abstract_models import Status
-from .conf import app_settings
+from .conf import BUDGET_LIMITS, app_settings
 from .event_stream import apublish_failure, astream_run
 from .records import save_row, start_run, store_outcome
 from .runnables import Work, prepare
@@ -87,7 +87,9 @@ async def aexecute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any
     """
     started = time.monotonic()
     work: Work | None = None
+    reservation: budgets.Reservation | None = None
     try:
+        reservation = await blocking(_reserve, row)
         work = await blocking(prepare, row, llm=llm, options=robot_options)
         prepared = work
         value = await run_watch.watch(row, astream_run(
@@ -96,14 +98,18 @@ async def aexecute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any
             on_event=on_event))
     except RunParked as parked:  # no process waits: the answer queues the row again
         await blocking(run_watch.park, row, parked.request.to_dict(), work.partial() if work else None)
+        await _reconcile(reservation, row)
         return row
     except run_watch.RunCancelledError:
         await run_watch.astop_cancelled(row, _stopped(work, started))
+        await _reconcile(reservation, row)
         return row
     except Exception as exc:
         await blocking(_store_failure, row, exc, work, started)
         if row.status == Status.CANCELLED:  # cancelled before the failure was stored: the cancel wins
             await run_watch.astop_cancelled(row, _stopped(work, started))
+        await _reconcile(reservation, row)
+        if row.status == Status.CANCELLED:
             return row
         if work is None:  # it failed before streaming anything: tell the watchers
             await apublish_failure(row, row.error, row.error_type)
@@ -111,12 +117,30 @@ async def aexecute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any
             raise RunFailedError(row) from exc
         return row
     outcome = work.completed(row, value, time.monotonic() - started)
-    if not await blocking(store_outcome, row, outcome):  # cancelled as it finished: the cancel wins
+    stored = await blocking(store_outcome, row, outcome)
+    if not stored:  # cancelled as it finished: the cancel wins
         await run_watch.astop_cancelled(row, _stopped(work, started))
+    await _reconcile(reservation, row)  # with the tokens the row now holds
+    if not stored:
         return row
     if raise_errors and row.status == Status.FAILED:
         raise RunFailedError(row)
     return row
+
+
+def _reserve(row: Any) -> budgets.Reservation | None:
+    """Reserve ``row``'s run against the daily budgets (``ROBOTLAB["BUDGETS"]``); ``None`` without any."""
+    limits = app_settings.BUDGETS
+    if all(limits[key] is None for key in BUDGET_LIMITS):
+        return None
+    user_id = app_settings.thread_model().objects.filter(pk=row.thread_id).values_list("user_id", flat=True).first()
+    return budgets.reserve_run(user_id, row.robot_name)
+
+
+async def _reconcile(reservation: budgets.Reservation | None, row: Any) -> None:
+    if reservation is not None:
+        tokens = int(row.input_tokens or 0) + int(row.output_tokens or 0)
+        await blocking(budgets.reconcile_run, reservation, tokens=tokens, cost=row.cost)
 
 
 def execute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any] | None = None,

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import streaming
 from .._runtime import run_sync
+from ..budget import SharedBudget
 from ..bus import BusPoller
 from ..errors import ConfigurationError
 from ..hooks import Hook, HookRegistry, Registration, normalize_hooks
@@ -57,8 +58,8 @@ class Network(Runnable[FlowResult]):
         concurrency: ``"auto"`` (also ``"async"`` or ``"threads"``: tasks are asyncio tasks either way) or a
             positive int, the most tasks running at once.
         memory: The shared :class:`~robotlab.memory.Memory` (a new one by default; a dict seeds a new one).
-        config: A :class:`~robotlab.run_config.RunConfig` (or dict): the tools/MCP parent of the robots and
-            ``max_concurrent_robots``.
+        config: A :class:`~robotlab.run_config.RunConfig` (or dict): the tools/MCP parent of the robots,
+            ``max_concurrent_robots``, and ``token_budget`` / ``cost_budget`` (one :attr:`budget` for all tasks).
         router: ``router(flow_result) -> task name | list | None``, asked whenever the network has nothing
             left to run; it activates optional tasks (see the guide).
 
@@ -86,6 +87,8 @@ class Network(Runnable[FlowResult]):
             self.memory.merge(memory or {})
         self.config = config if isinstance(config, RunConfig) else RunConfig(**dict(config or {}))
         self.router = router
+        self.budget = SharedBudget.of(f"network '{self.name}'", token_budget=self.config.token_budget,  # all tasks'
+                                      cost_budget=self.config.cost_budget)
         self.robots: dict[str, Any] = {}
         self.tasks: dict[str, Task] = {}
         self.bus_poller = BusPoller()
@@ -146,10 +149,7 @@ class Network(Runnable[FlowResult]):
 
     def parallel(self, name: str | None = None, robots: Mapping[str, Any] | Sequence[Any] = (), *,
                  depends_on: str | Iterable[str] | None = "none") -> Network:
-        """Add ``robots`` (``{task: robot}``, or robots named as their tasks) with the same dependencies.
-
-        ``name`` lets later tasks depend on all of them.
-        """
+        """Add ``robots`` (``{task: robot}``, or robots named as their tasks) alike; later tasks may need ``name``."""
         items = list(robots.items()) if isinstance(robots, Mapping) else [(r.name, r) for r in robots]
         if name is not None and (str(name) in self.tasks or str(name) in self._groups):
             raise ConfigurationError(f"Network '{self.name}' already has a task or group named '{name}'")
@@ -278,7 +278,7 @@ class Network(Runnable[FlowResult]):
         """The run parameters every task of a turn sees (``result.context["run_params"]``).
 
         ``message`` and ``run_context``, plus the network's memory (``network_memory``), the network, its
-        config (merged over an outer network's ``network_config``), ``hooks`` and ``on_content``.
+        config (merged over an outer network's ``network_config``), ``budgets``, ``hooks`` and ``on_content``.
 
         Raises:
             TypeError: ``hooks`` holds something that is not a Hook subclass.
@@ -292,6 +292,8 @@ class Network(Runnable[FlowResult]):
         config = inherited.merge(self.config) if isinstance(inherited, RunConfig) else self.config
         if not config.is_empty:
             params["network_config"] = config
+        if self.budget is not None:  # an outer network's budgets still apply
+            params["budgets"] = [*params.get("budgets", ()), self.budget]
         if handlers:
             params["hooks"] = handlers
         if on_content is not None:

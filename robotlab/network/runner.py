@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import streaming
+from ..errors import BudgetExceeded
 from ..result import RobotResult
 from ..streaming import Event, EventEmitter
 from ..task import FlowResult, Task, error_result, extract_run_context
@@ -140,6 +141,8 @@ async def run_nested(network: Network, result: FlowResult) -> FlowResult:
     try:
         inner = await network.arun(message, **options)
     except Exception as exc:
+        if isinstance(exc, BudgetExceeded) and exc.scope is not None:  # a network budget is spent
+            raise
         failed = error_result(network.name, exc)
         inner = FlowResult(failed, context={"run_params": result.context.get("run_params") or {}},
                            errors={network.name: [str(failed.reply)]})

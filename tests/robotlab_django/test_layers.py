@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"conf", "encoders", "naming", "sync_bridge", "templatetags"}),
     ("models and registry", {"abstract_models", "models", "registry", "checks", "scaffolding"}),
-    ("storage", {"access", "api_tokens", "broadcast", "chat_history", "checkpoints", "erasure", "records", "retention",
-                 "revocation", "transcript", "turn_graph", "usage", "user_errors"}),
+    ("storage", {"access", "api_tokens", "broadcast", "budgets", "chat_history", "checkpoints", "erasure", "records",
+                 "retention", "revocation", "transcript", "turn_graph", "usage", "user_errors"}),
     ("event stream", {"event_stream", "networks", "run_watch"}),
     ("units of work", {"claims", "runnables", "network_turns"}),
     ("execution", {"runner"}),
