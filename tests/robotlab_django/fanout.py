@@ -4,7 +4,9 @@ memory), and an LLM that talks to a fake server.
 Worker processes get them through the environment: ``ROBOTLAB_TEST_NETWORKS='{"fanout":
 "tests.robotlab_django.fanout.fanout_network", ...}'``, ``ROBOTLAB_TEST_LLM=tests.robotlab_django.fanout.server_llm``
 and ``ROBOTLAB_TEST_LLM_BASE=<the fake OpenAI-compatible server's base URL>``; ``ROBOTLAB_TEST_FANOUT`` sets
-how many branches (4 by default).
+how many branches (4 by default); ``ROBOTLAB_TEST_REDUCER=instant`` makes ``reduce`` answer without a model
+call (a :class:`~robotlab.testing.FakeLLM`, so the critical path is plan -> branch: the B3 benchmark's 2 L);
+``ROBOTLAB_TEST_LLM=tests.robotlab_django.fanout.direct_llm`` talks to the server without litellm.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import robotlab
 from robotlab.llm import LLMClient
 from robotlab.tools import Tool
 
-__all__ = ["NOTES_ENV", "AwaitSignal", "SendSignal", "branch_count", "fanout_network", "note", "relay_network",
+__all__ = ["NOTES_ENV", "AwaitSignal", "SendSignal", "branch_count", "direct_llm", "fanout_network", "note",
+           "relay_network",
            "server_llm", "system_prompt"]
 
 #: A file every :func:`note` call appends a line to, when set (so a test counts the tool's runs).
@@ -39,6 +42,12 @@ def system_prompt(task: str) -> str:
 def server_llm() -> LLMClient:
     """An LLM client for the fake OpenAI-compatible server at ``ROBOTLAB_TEST_LLM_BASE``, no retries."""
     return LLMClient(api_base=os.environ["ROBOTLAB_TEST_LLM_BASE"], api_key="sk-fake", num_retries=0)
+
+
+def direct_llm() -> robotlab.OpenAICompatibleLLM:
+    """A plain-httpx client for the fake server at ``ROBOTLAB_TEST_LLM_BASE`` (no litellm), no retries."""
+    return robotlab.OpenAICompatibleLLM(api_base=os.environ["ROBOTLAB_TEST_LLM_BASE"], api_key="sk-fake",
+                                        num_retries=0)
 
 
 def note(text: str) -> str:
@@ -64,7 +73,14 @@ def fanout_network(**options: Any) -> robotlab.Network:
     branches = [f"branch_{i}" for i in range(1, branch_count() + 1)]
     for name in branches:
         network.task(name, robot(name, [note]), depends_on="plan")
-    network.task("reduce", robot("reduce"), depends_on=branches)
+    if os.environ.get("ROBOTLAB_TEST_REDUCER") == "instant":
+        from robotlab.testing import FakeLLM
+
+        reducer = robotlab.build(name="reduce_bot", system_prompt=system_prompt("reduce"), model=MODEL,
+                                 **{**options, "llm": FakeLLM(default="Done.")})
+        network.task("reduce", reducer, depends_on=branches)
+    else:
+        network.task("reduce", robot("reduce"), depends_on=branches)
     return network
 
 
