@@ -15,13 +15,15 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
+from robotlab.streaming import STREAM_ENDED
+
 from . import executor, run_control
 from .abstract_models import Status
 from .conf import app_settings
 from .records import start_run
 
-__all__ = ["POLL_INTERVAL", "SETTLED", "SessionTakenError", "aanswer", "acancel", "afollow_events", "await_settled",
-           "find_run", "find_thread", "start_for_user"]
+__all__ = ["POLL_INTERVAL", "SETTLED", "SETTLED_GRACE", "SessionTakenError", "aanswer", "acancel", "afollow_events",
+           "await_settled", "find_run", "find_thread", "start_for_user"]
 
 #: Seconds between two reads of a run's row or events while waiting on it.
 POLL_INTERVAL = 0.05
@@ -78,18 +80,32 @@ async def await_settled(row: Any, statuses: tuple[str, ...] = SETTLED) -> Any:
         await asyncio.sleep(POLL_INTERVAL)
 
 
+#: Seconds a settled run may go without its ``stream.ended`` event before following it stops anyway.
+SETTLED_GRACE = 5.0
+
+
 async def afollow_events(row: Any) -> AsyncIterator[dict[str, Any]]:
-    """The stored events of ``row`` as they arrive (``{"kind", ...data}``), until the run settles."""
+    """The stored events of ``row`` as they arrive (``{"kind", ...data}``), through its ``stream.ended``.
+
+    A run's status may settle before its last events are stored (a cancel is written at once, while its
+    worker stores the text it streamed until it notices), so following ends at the run's ``stream.ended``
+    event, not at its status; a settled run that sends none for :data:`SETTLED_GRACE` seconds ends it too.
+    """
     event_model = app_settings.event_model()
-    last = 0
+    loop = asyncio.get_running_loop()
+    last, settled_at = 0, None
     while True:
         fresh = await type(row).objects.aget(pk=row.pk)
         events = [event async for event in event_model.objects.filter(result_id=row.pk, pk__gt=last).order_by("pk")]
         for event in events:
             last = event.pk
             yield event.to_dict()
+            if event.kind == STREAM_ENDED:
+                return
         if fresh.status in SETTLED and not events:
-            return
+            settled_at = settled_at if settled_at is not None else loop.time()
+            if loop.time() - settled_at > SETTLED_GRACE:
+                return
         if not events:
             await asyncio.sleep(POLL_INTERVAL)
 
