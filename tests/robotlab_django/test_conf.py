@@ -13,9 +13,14 @@ from robotlab_django.models import RobotResult, RunEvent, Thread
 
 
 def test_every_key_has_a_default_and_documentation() -> None:
+    from robotlab_django.conf import BUDGET_DEFAULTS, BUDGET_LIMITS
+
     for key, spec in SETTINGS.items():
         assert key.isupper()
         assert len(spec.doc) > 20, key
+        if key == "BUDGETS":  # read with every key filled in: no limits, the default reservation
+            assert {**dict.fromkeys(BUDGET_LIMITS), **BUDGET_DEFAULTS} == app_settings.BUDGETS
+            continue
         assert getattr(app_settings, key) == (tuple(spec.default) if key == "ROBOT_MODULES" else spec.default) \
             or key in {"EXECUTOR", "LLM"}  # the test settings set these two
 
