@@ -8,6 +8,7 @@ model received.
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 import sqlite3
 import subprocess
@@ -100,3 +101,24 @@ def test_a_video_part_is_invalid_input(site: tuple[str, str, Path, FakeLLMServer
     with pytest.raises(acp_models.ACPError) as caught:
         asyncio.run(main())
     assert caught.value.error.code == "invalid_input" and "video/mp4" in caught.value.error.message
+
+
+def test_the_docs_snippet_sends_a_file_and_an_image_url(site: tuple[str, str, Path, FakeLLMServer], tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    base_url, token, _db, model = site
+    page = (ROOT / "docs" / "django" / "acp.md").read_text()
+    section = page[page.index("## Images and files"):]
+    start = section.index("```python\n") + len("```python\n")
+    snippet = section[start:section.index("\n```", start)]
+    assert "run_sync(message" in snippet
+    (tmp_path / "chart.png").write_bytes(base64.b64decode(PNG_B64))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ROBOTLAB_TOKEN", token)
+    monkeypatch.setenv("ACP_URL", base_url)
+    exec(compile(snippet, "docs/django/acp.md", "exec"), {"__name__": "docs_acp"})
+    assert capsys.readouterr().out.strip() == "A single dark dot."
+    content = model.requests[-1]["messages"][-1]["content"]
+    assert [part["type"] for part in content] == ["text", "image_url", "image_url"]
+    assert content[1]["image_url"]["url"] == f"data:image/png;base64,{PNG_B64}"
+    assert content[2]["image_url"]["url"] == "https://example.com/photos/cat.jpg"

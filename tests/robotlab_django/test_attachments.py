@@ -67,6 +67,28 @@ def test_re_running_the_last_message_sends_its_attachments_again(scripted_llm: C
     assert _user_content(llm)[1] == {"type": "image_url", "image_url": {"url": PNG_URL}}
 
 
+def test_a_network_turn_gives_its_robots_the_rows_attachments(scripted_llm: Callable[..., FakeLLM]) -> None:
+    llm = scripted_llm("billing", "Your invoice shows two mugs.")
+    row = services.run_robot("net-pics", "helpdesk", "Is this invoice right?",
+                             attachments=[Attachment(data=PNG, mime_type="image/png", name="invoice.png")])
+    assert row.status == "completed" and row.reply == "Your invoice shows two mugs."
+    assert _user_content(llm, 0)[1] == {"type": "image_url", "image_url": {"url": PNG_URL}}  # the classifier
+    assert _user_content(llm, 1)[1] == {"type": "image_url", "image_url": {"url": PNG_URL}}  # the specialist
+
+
+def test_a_distributed_turns_tasks_send_the_turns_attachments(scripted_llm: Callable[..., FakeLLM],
+                                                                settings: Any) -> None:
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "EXECUTOR": "sync", "DISTRIBUTED_NETWORKS": True}
+    llm = scripted_llm("billing", "Your invoice shows two mugs.")
+    turn = start_run("dist-pics", "helpdesk", "Is this invoice right?",
+                     attachments=[Attachment(data=PNG, mime_type="image/png")])
+    executor.dispatch(turn)  # each task is a job of its own, which reads the turn's row
+    turn.refresh_from_db()
+    assert turn.status == "completed" and RobotResult.objects.filter(parent_id=turn.pk).count() == 2
+    assert [_user_content(llm, index)[1] for index in (0, 1)] == [
+        {"type": "image_url", "image_url": {"url": PNG_URL}}] * 2
+
+
 def test_too_large_or_bad_attachments_write_nothing(settings: Any) -> None:
     settings.ROBOTLAB = {**settings.ROBOTLAB, "MAX_ATTACHMENT_BYTES": len(PNG) * 2 - 1}
     two = [Attachment(data=PNG, mime_type="image/png")] * 2
