@@ -20,6 +20,7 @@ from robotlab_django.acp.wire import agent_manifest, input_content
 from robotlab_django.models import RobotResult
 from robotlab_django.records import AttachmentsTooLargeError, start_run
 from robotlab_django.runnables import RobotWork, prepare
+from robotlab_django.transcript import run_items
 
 pytestmark = pytest.mark.django_db
 
@@ -49,6 +50,16 @@ def test_the_row_stores_the_attachments_and_the_run_sends_them(scripted_llm: Cal
     executor.dispatch(follow_up)
     assert llm.requests[1].messages[1]["content"][1] == {"type": "image_url", "image_url": {"url": PNG_URL}}
     assert _user_content(llm) == "And now?"
+
+
+def test_the_transcript_names_the_files_without_their_data(scripted_llm: Callable[..., FakeLLM]) -> None:
+    scripted_llm("Both seen.")
+    row = services.run_robot("pics", "echo", "Compare", attachments=[
+        Attachment(data=PNG, mime_type="image/png"), "https://example.com/cat.jpg",
+        Attachment(data=b"%PDF-1.4", mime_type="application/pdf", name="report.pdf")])
+    user = run_items(row)[0]
+    assert (user.kind, user.text) == ("user", "Compare\n[image: data:image/png;base64]\n"
+                                               "[image: https://example.com/cat.jpg]\n[file: report.pdf]")
 
 
 def test_prepare_gives_the_robot_the_rows_attachments(scripted_llm: Callable[..., FakeLLM]) -> None:
