@@ -17,12 +17,14 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from ._loop import ToolCall
     from .agent_skill import AgentSkill, AgentSkillCatalog
+    from .attachments import Attachment
     from .budget import Ledger
     from .bus import BusPoller, Delivery, MessageBus, RobotMessage
     from .config import configure, get_config, reload_config
     from .delegation import DelegationFuture
     from .doom_loop import DoomLoopDetector
     from .errors import (
+        AttachmentError,
         AwaitTimeout,
         BudgetExceeded,
         BusError,
@@ -81,6 +83,8 @@ _EXPORTS: dict[str, str] = {
     "AgentSkillCatalog": "agent_skill",
     "AskChannel": "tools.ask",
     "AskUser": "tools.ask",
+    "Attachment": "attachments",
+    "AttachmentError": "errors",
     "AwaitTimeout": "errors",
     "BudgetExceeded": "errors",
     "BusError": "errors",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import streaming
+from .attachments import Attachment, content_parts
 from .doom_loop import DoomLoopDetector
 from .errors import ToolLoopError
 from .llm import LLM, LLMRequest, LLMResponse, ToolCallRequest
@@ -84,6 +85,7 @@ class RunRequest:
     max_tool_rounds: int | None = None
     doom_loop_threshold: int | None = None
     shared_budgets: Sequence[SharedBudget] = ()
+    attachments: Sequence[Attachment] = ()
 
 
 @dataclass
@@ -125,7 +127,9 @@ class _Run:
         conversation = request.conversation
         messages = conversation.messages
         self.history_start = len(messages)
-        if request.request_text is not None:
+        if request.attachments:  # the user message as content parts: its text, then each attachment
+            messages.append({"role": "user", "content": content_parts(request.request_text, request.attachments)})
+        elif request.request_text is not None:
             messages.append({"role": "user", "content": request.request_text})
         by_name = {tool.name: tool for tool in request.tools}
         schemas = [tool.to_json_schema() for tool in request.tools]

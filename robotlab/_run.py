@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from . import hooks, llm, streaming
 from ._loop import RunCallbacks, RunRequest, RunUsage, run_loop
 from ._runtime import get_loop, run_sync
+from .attachments import coerce_attachments, content_chars
 from .config import get_config
 from .delegation import DelegationFuture
 from .errors import DependencyError
@@ -31,6 +32,7 @@ from .streaming import Chunk, Event, EventEmitter
 from .tools.parking import RunParked
 
 if TYPE_CHECKING:
+    from .attachments import Attachment
     from .budget import Budget, SharedBudget
     from .memory import Memory
     from .robot import Robot
@@ -80,8 +82,14 @@ async def run_robot(
     on_event: Callable[[Event], Any] | None,
     run_id: str | None,
     budgets: Sequence[SharedBudget] = (),
+    attachments: Any = None,
 ) -> RobotResult:
-    """Run ``robot`` on ``message`` inside the ``run`` hook family, with this run's hook scope set."""
+    """Run ``robot`` on ``message`` and its ``attachments`` inside the ``run`` hook family, with its hook scope.
+
+    Raises:
+        AttachmentError: an attachment cannot be sent (before anything else happens).
+    """
+    files = coerce_attachments(attachments)
     if network_config is None and network is not None:
         network_config = getattr(network, "config", None)
     handlers = hooks.normalize_hooks(per_run_hooks)
@@ -93,7 +101,7 @@ async def run_robot(
     async def execute() -> RobotResult:
         emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None
         return await _execute(robot, context, tools=tools, mcp=mcp, network_config=network_config,
-                              on_content=on_content, emitter=emitter, shared=budgets)
+                              on_content=on_content, emitter=emitter, shared=budgets, attachments=files)
 
     with hooks.with_hook_scope(registries, handlers):
         result = await hooks.run("run", context, execute, registries=registries, per_run_hooks=handlers)
@@ -107,7 +115,8 @@ async def run_robot(
 
 async def _execute(robot: Robot, run_context: hooks.RunHookContext, *, tools: Any, mcp: Any,
                    network_config: RunConfig | None, on_content: Callable[[Chunk], Any] | None,
-                   emitter: EventEmitter | None, shared: Sequence[SharedBudget] = ()) -> RobotResult:
+                   emitter: EventEmitter | None, shared: Sequence[SharedBudget] = (),
+                   attachments: Sequence[Attachment] = ()) -> RobotResult:
     message = run_context.request
     text = None if message is None else str(message)
     model = robot.model
@@ -142,6 +151,7 @@ async def _execute(robot: Robot, run_context: hooks.RunHookContext, *, tools: An
         max_tool_rounds=max_tool_rounds if max_tool_rounds is not None else get_config().max_tool_rounds,
         doom_loop_threshold=robot.config.doom_loop_threshold,
         shared_budgets=list(shared),
+        attachments=attachments,
     )
     usage = RunUsage()
     if emitter is not None:
@@ -244,7 +254,7 @@ async def _maybe_compact(robot: Robot, scope: hooks.HookScope) -> None:
     if callable(mode):
         strategy = "custom"
     elif mode == "context_window":
-        estimated = sum(len(str(m.get("content") or "")) for m in conversation.for_request()) // 4
+        estimated = sum(content_chars(m.get("content")) for m in conversation.for_request()) // 4
         threshold = robot.config.compact_threshold
         share = DEFAULT_COMPACT_THRESHOLD if threshold is None else threshold
         if estimated < context_window(robot.model) * share:

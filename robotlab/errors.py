@@ -15,6 +15,7 @@ derives from :class:`RobotLabError`, so one ``except robotlab.RobotLabError`` ca
     +-- ToolError                 a tool failed; tool_name, retryable
     +-- AwaitTimeout              ``memory.get(key, wait=...)`` timed out; key, timeout
     +-- DelegationTimeout         ``DelegationFuture.value(timeout=...)`` timed out; timeout
+    +-- AttachmentError           a run attachment cannot be sent (also a ``ValueError``); attachment
 
 The message is the seed's wording; the context is given as keyword-only constructor arguments,
 every one optional, and read back as attributes (``None`` when the raiser did not know it)::
@@ -33,6 +34,7 @@ from typing import TypedDict, Unpack
 
 __all__ = [
     "RETRYABLE_CLASSES",
+    "AttachmentError",
     "AwaitTimeout",
     "BudgetExceeded",
     "BusError",
@@ -303,6 +305,20 @@ class AwaitTimeout(RobotLabError):
         super().__init__(*args, **where)
         self.key = key
         self.timeout = timeout
+
+
+class AttachmentError(RobotLabError, ValueError):
+    """A run attachment cannot be sent: a missing file, an unknown MIME type, or a kind models do not take.
+
+    Args:
+        attachment: what names the attachment at fault (its path, URL, or file name).
+    """
+
+    attachment: str | None = None
+
+    def __init__(self, *args: object, attachment: str | None = None, **where: Unpack[Where]) -> None:
+        super().__init__(*args, **where)
+        self.attachment = attachment
 
 
 class DelegationTimeout(RobotLabError):

@@ -2,11 +2,10 @@
 
 A robot holds its configuration and its conversation, and has the parts that do the rest: a
 :class:`~robotlab.persona.Persona` (template, skills, system prompt) and its learnings, a
-:class:`~robotlab.mailbox.Mailbox` (the message bus), an :class:`~robotlab.mcp.MCPToolset` (its MCP
-servers), a :class:`~robotlab.hooks.HookRegistry` and a :class:`~robotlab.budget.Budget`; its methods
-hand over to them. :mod:`robotlab._run` runs it, handing the loop what it needs. A robot keeps one
-conversation: every ``run`` adds to its history until :meth:`Robot.clear_messages`. ``run`` / ``arun``
-return a :class:`~robotlab.RobotResult`; ``stream`` / ``astream`` yield its events.
+:class:`~robotlab.mailbox.Mailbox` (the message bus), an :class:`~robotlab.mcp.MCPToolset` (its MCP servers), a
+:class:`~robotlab.hooks.HookRegistry` and a :class:`~robotlab.budget.Budget`; its methods hand over to them.
+:mod:`robotlab._run` runs it. A robot keeps one conversation: every ``run`` adds to its history until
+:meth:`Robot.clear_messages`. ``run`` / ``arun`` return a :class:`~robotlab.RobotResult`; ``stream`` yields events.
 """
 
 from __future__ import annotations
@@ -233,6 +232,7 @@ class Robot(Runnable["RobotResult"]):
         run_id: str | None = None,
         hooks: Any = None,
         budgets: Sequence[SharedBudget] = (),
+        attachments: Any = None,
         **template_context: Any,
     ) -> RobotResult:
         """Send ``message`` and run the tool loop until the model answers.
@@ -245,13 +245,13 @@ class Robot(Runnable["RobotResult"]):
             task: The network's task running this robot, if any.
             network_memory: The memory shared by the network (defaults to ``network.memory``).
             network_config: The network's :class:`RunConfig` (tools/MCP parents).
-            memory: A :class:`~robotlab.memory.Memory` to use for this run instead, or a dict of
-                values to ``set`` into the run's memory first.
+            memory: A :class:`~robotlab.memory.Memory` to use for this run instead, or a dict to merge into its memory.
             on_content: A per-call text callback, called after the robot's own.
             on_event: Receives every :class:`~robotlab.streaming.Event` of the run.
             run_id: The id carried by events (random by default).
             hooks: :class:`~robotlab.Hook` subclasses (one or a list) active for this run only.
             budgets: :class:`~robotlab.budget.SharedBudget` objects (a network's) this run also counts against.
+            attachments: Files sent with ``message``: paths, image URLs, :class:`~robotlab.Attachment` objects.
             template_context: Template parameters for this run; an error when the robot has no template.
         """
         if template_context:
@@ -267,7 +267,7 @@ class Robot(Runnable["RobotResult"]):
             return await _run.run_robot(
                 self, message, tools=tools, mcp=mcp, network=network, task=task, memory=run_memory,
                 network_config=network_config, per_run_hooks=hooks, on_content=on_content, on_event=on_event,
-                run_id=run_id, budgets=budgets)
+                run_id=run_id, budgets=budgets, attachments=attachments)
         finally:
             run_memory.current_writer, self._run_memory = previous_writer, previous_memory
             self.persona.restore_agent_skills(injected, self.local_tools)

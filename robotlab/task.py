@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import hooks
-from .errors import BudgetExceeded
+from .errors import AttachmentError, BudgetExceeded
 from .messages import TextMessage
 from .result import RobotResult
 from .run_config import RunConfig
@@ -37,7 +37,7 @@ __all__ = ["RUN_OPTIONS", "FlowResult", "Task", "deep_merge", "extract_run_conte
 #: Run parameters that are options of ``Robot.arun`` rather than template parameters. A network puts
 #: ``on_event``, ``on_content`` and ``hooks`` there when its run was given them, so every robot's run gets them.
 RUN_OPTIONS: tuple[str, ...] = ("mcp", "tools", "memory", "network_memory", "network_config", "network", "task",
-                                "on_event", "on_content", "hooks", "budgets")
+                                "on_event", "on_content", "hooks", "budgets", "attachments")
 
 #: Other ``Robot.arun`` keywords: never taken from run parameters, so never template parameters either.
 _CALL_ONLY = ("run_id",)
@@ -190,6 +190,8 @@ async def run_robot_step(robot: Robot, result: FlowResult) -> FlowResult:
         if exc.scope is not None:  # the network's budget is spent: its run stops
             raise
         robot_result = error_result(robot.name, exc)
+    except AttachmentError:  # the run's input is at fault, not this robot: the network's run stops
+        raise
     except Exception as exc:
         robot_result = error_result(robot.name, exc)
     robot_result.duration = time.monotonic() - start

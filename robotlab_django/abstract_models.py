@@ -163,6 +163,9 @@ class AbstractRobotResult(models.Model):
     status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED,
                               db_index=True)
     input = models.TextField(_("input"), blank=True, default="", help_text=_("The user message of the run."))
+    attachments = models.JSONField(_("attachments"), default=list, blank=True, encoder=RobotLabJSONEncoder,
+                                   help_text=_("The files sent with the user message (robotlab.Attachment.to_dict(): "
+                                               "mime_type, name, base64 data or an image url)."))
     reply = models.TextField(_("reply"), blank=True, default="")
     messages = models.JSONField(_("messages"), default=list, blank=True, encoder=RobotLabJSONEncoder,
                                 help_text=_("The chat messages this run appended, in order (OpenAI format)."))

@@ -30,7 +30,8 @@ from .conf import SETTINGS, app_settings
 __all__ = ["check_channel_layer", "check_llm_available", "check_login_url", "check_settings"]
 
 _SECRET = re.compile(r"(API_?KEY|SECRET|TOKEN|PASSWORD|_KEY$)", re.IGNORECASE)
-_POSITIVE = {"MAX_MESSAGE_LENGTH", "ADMIN_USAGE_DAYS", "RETENTION_DAYS", "MAX_TOOL_ROUNDS", "REQUEST_TIMEOUT",
+_POSITIVE = {"MAX_MESSAGE_LENGTH", "MAX_ATTACHMENT_BYTES", "ADMIN_USAGE_DAYS", "RETENTION_DAYS", "MAX_TOOL_ROUNDS",
+             "REQUEST_TIMEOUT",
              "TASK_MAX_ATTEMPTS", "RUN_LEASE", "STREAM_FLUSH_INTERVAL", "STREAM_FLUSH_DELTAS"}
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -116,6 +116,9 @@ SETTINGS: dict[str, Setting] = {
         "gives up on sending it live; the batch is stored either way and clients get it from the rows."),
     "MAX_MESSAGE_LENGTH": Setting(
         32_000, (int,), "Longest user message, in characters, the services accept (ValueError beyond)."),
+    "MAX_ATTACHMENT_BYTES": Setting(
+        10_485_760, (int,), "Most bytes of files one run's message may carry (the attachments stored with the "
+        "run, e.g. ACP image and file parts); more raises ValueError (ACP: 413 invalid_input)."),
     "ADMIN_USAGE_DAYS": Setting(
         30, (int,), "Days shown by default on the admin usage page."),
     "ASK_TIMEOUT": Setting(
@@ -195,6 +198,8 @@ class AppSettings:
                                       doc=SETTINGS["STREAM_PUBLISH_TIMEOUT"].doc)
     MAX_MESSAGE_LENGTH = property(lambda self: self.get("MAX_MESSAGE_LENGTH"),
                                   doc=SETTINGS["MAX_MESSAGE_LENGTH"].doc)
+    MAX_ATTACHMENT_BYTES = property(lambda self: self.get("MAX_ATTACHMENT_BYTES"),
+                                    doc=SETTINGS["MAX_ATTACHMENT_BYTES"].doc)
     ADMIN_USAGE_DAYS = property(lambda self: self.get("ADMIN_USAGE_DAYS"), doc=SETTINGS["ADMIN_USAGE_DAYS"].doc)
     ASK_TIMEOUT = property(lambda self: self.get("ASK_TIMEOUT"), doc=SETTINGS["ASK_TIMEOUT"].doc)
     CANCEL_POLL_INTERVAL = property(lambda self: self.get("CANCEL_POLL_INTERVAL"),

@@ -166,9 +166,9 @@ def rerun_last_user_message(thread: Any) -> Any:
     """
     thread = get_thread(thread, create=False)
     last = (app_settings.result_model().objects.filter(thread_id=thread.pk, delegated_by="").exclude(input="")
-            .order_by("-sequence_number").only("robot_name", "input").first())
+            .order_by("-sequence_number").only("robot_name", "input", "attachments").first())
     if last is None:
         raise NothingToRerunError(f"Thread {thread.session_id} has no user message to re-run.")
-    row = start_run(thread, last.robot_name, last.input)
+    row = start_run(thread, last.robot_name, last.input, attachments=last.attachments or None)
     dispatch(row)
     return row

@@ -344,7 +344,8 @@ async def arun_task(row: Any, *, llm: Any = None, options: Mapping[str, Any] | N
             flow = await run_watch.watch(row, astream_run(
                 turn.thread_id, row.pk,
                 lambda callback: network.arun_task(name, state, turn.input or None, run_id=turn.run_id,
-                                                   on_event=_listener(callback, base, inputs, failures)),
+                                                   on_event=_listener(callback, base, inputs, failures),
+                                                   **({"attachments": turn.attachments} if turn.attachments else {})),
                 on_event=on_event))
         except RunParked as parked:  # the task row (and its turn) wait for the answer; no process does
             await blocking(run_watch.park, row, parked.request.to_dict())

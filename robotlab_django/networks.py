@@ -30,7 +30,7 @@ network failed; a robot failing elsewhere only marks its own row.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -75,11 +75,14 @@ class NetworkTurn:
         network: The network, freshly built for this run.
         history: The thread's chat history, restored into every robot of the network.
         message: The turn's message (``None`` continues without one).
+        attachments: The files sent with the message, given to every robot's run.
     """
 
-    def __init__(self, network: Network, history: list[dict[str, Any]], message: Any = None) -> None:
+    def __init__(self, network: Network, history: list[dict[str, Any]], message: Any = None, *,
+                 attachments: Sequence[Any] = ()) -> None:
         self.network = network
         self.message = message
+        self.attachments = list(attachments)
         self.history_length = len(history)
         for task in network.tasks.values():
             if isinstance(task.robot, Robot):
@@ -128,7 +131,8 @@ class NetworkTurn:
     async def arun(self, message: Any, *, run_id: str, on_event: Callable[[Event], Any]) -> FlowResult:
         """Run the network on ``message``, streaming the turn's events to ``on_event`` under ``run_id``."""
         self._held = []
-        flow = await self.network.arun(message, on_event=self._listener(on_event), run_id=run_id)
+        extra: dict[str, Any] = {"attachments": self.attachments} if self.attachments else {}
+        flow = await self.network.arun(message, on_event=self._listener(on_event), run_id=run_id, **extra)
         failure = self.final_failure(flow)
         for event in self._held:
             if failure is not None and event.kind == RUN_COMPLETED:

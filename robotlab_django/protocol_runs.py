@@ -48,15 +48,17 @@ class SessionTakenError(LookupError):
     """The session id names a thread of another user."""
 
 
-def start_for_user(user: Any, agent: str, text: str, session_id: str | None) -> Any:
+def start_for_user(user: Any, agent: str, text: str, session_id: str | None, *, attachments: Any = None) -> Any:
     """Queue a run of ``agent`` for ``text`` on ``user``'s thread ``session_id`` (created if new).
 
-    It is dispatched to the configured executor; returns the row.
+    ``attachments`` (files sent with the message) are stored with the row, so the worker that runs it sends
+    them to the model. It is dispatched to the configured executor; returns the row.
 
     Raises:
         SessionTakenError: the session id belongs to another user's thread.
         UnknownRobotError: no robot or network ``agent``.
-        ValueError: the message is too long.
+        ValueError: the message is too long, or an attachment is bad or they are too large
+            (:class:`~robotlab_django.records.AttachmentsTooLargeError`).
     """
     thread: Any = None
     if session_id:
@@ -65,7 +67,7 @@ def start_for_user(user: Any, agent: str, text: str, session_id: str | None) -> 
             if app_settings.thread_model().objects.filter(session_id=session_id).exists():
                 raise SessionTakenError(session_id)
             thread = session_id
-    row = start_run(thread, agent, text, user=user)
+    row = start_run(thread, agent, text, user=user, attachments=attachments)
     executor.dispatch(row)
     return row
 

@@ -23,14 +23,16 @@ from django.db import IntegrityError, models, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from robotlab.attachments import coerce_attachments
+
 from .abstract_models import Status
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
 from .registry import registry
 
-__all__ = ["APPEND_ATTEMPTS", "Outcome", "append_result", "check_message", "current_worker", "get_thread",
-           "outcome_fields",
-           "reply_text", "save_row", "start_run", "store_outcome"]
+__all__ = ["APPEND_ATTEMPTS", "AttachmentsTooLargeError", "Outcome", "append_result", "check_attachments",
+           "check_message", "current_worker", "get_thread", "outcome_fields", "reply_text", "save_row", "start_run",
+           "store_outcome"]
 
 logger = logging.getLogger("robotlab_django")
 
@@ -127,10 +129,31 @@ def check_message(message: Any) -> str:
     return text
 
 
-def start_run(thread: Any, robot: Any, message: Any, *, user: Any = None, task_id: str = "") -> Any:
+class AttachmentsTooLargeError(ValueError):
+    """A run's attachments hold more bytes than ``ROBOTLAB["MAX_ATTACHMENT_BYTES"]``."""
+
+
+def check_attachments(attachments: Any) -> list[dict[str, Any]]:
+    """``attachments`` (see :func:`robotlab.attachments.coerce_attachments`) as the JSON a run stores.
+
+    Raises:
+        robotlab.AttachmentError: an attachment cannot be sent (also a ``ValueError``).
+        AttachmentsTooLargeError: they hold more bytes than ``ROBOTLAB["MAX_ATTACHMENT_BYTES"]``.
+    """
+    files = coerce_attachments(attachments)
+    limit = app_settings.MAX_ATTACHMENT_BYTES
+    total = sum(file.size for file in files)
+    if limit is not None and total > limit:
+        raise AttachmentsTooLargeError(f"The attachments hold {total} bytes; the limit is {limit} "
+                                       "(ROBOTLAB['MAX_ATTACHMENT_BYTES']).")
+    return [file.to_dict() for file in files]
+
+
+def start_run(thread: Any, robot: Any, message: Any, *, user: Any = None, task_id: str = "",
+              attachments: Any = None) -> Any:
     """Append a ``queued`` run of ``robot`` on ``thread`` for ``message``; nothing runs yet.
 
-    Nothing is written when the robot is unknown or the message too long.
+    Nothing is written when the robot is unknown, the message too long or an attachment bad or too large.
 
     Args:
         thread: A thread, its primary key, a session id (created when missing) or ``None`` (new).
@@ -138,16 +161,21 @@ def start_run(thread: Any, robot: Any, message: Any, *, user: Any = None, task_i
         message: The user's message (``None`` continues without one).
         user: The owner of a thread created here.
         task_id: The id of the background task that will run it, if known.
+        attachments: Files sent with the message (paths, image URLs, :class:`robotlab.Attachment` objects or
+            their ``to_dict()``), stored with the row so whichever worker runs it sends them.
 
     Raises:
         UnknownRobotError: no robot or network has that name.
-        ValueError: the message is longer than ``ROBOTLAB["MAX_MESSAGE_LENGTH"]``.
+        ValueError: the message is longer than ``ROBOTLAB["MAX_MESSAGE_LENGTH"]``, an attachment is bad
+            (:class:`robotlab.AttachmentError`) or they are too large (:class:`AttachmentsTooLargeError`).
     """
     entry = registry.resolve_runnable(robot)
     text = check_message(message)
+    files = check_attachments(attachments)
     with transaction.atomic():
         found = get_thread(thread, user=user)
-        return append_result(found, robot_name=entry.name, input=text, status=Status.QUEUED, task_id=task_id)
+        return append_result(found, robot_name=entry.name, input=text, status=Status.QUEUED, task_id=task_id,
+                             attachments=files)
 
 
 def current_worker() -> tuple[str, int]:

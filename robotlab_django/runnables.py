@@ -10,7 +10,7 @@ gets, and how its result becomes the row's :class:`~robotlab_django.records.Outc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from robotlab.network import Network
@@ -51,16 +51,18 @@ class RobotWork:
         robot: The robot, freshly built, its history restored.
         message: The message it gets.
         history_length: How many of its messages are the restored history.
+        attachments: The files sent with the message (the row's stored ``attachments``).
     """
 
-    def __init__(self, robot: Robot, message: Any, history_length: int) -> None:
+    def __init__(self, robot: Robot, message: Any, history_length: int, attachments: Sequence[Any] = ()) -> None:
         self.robot = robot
         self.message = message
         self.history_length = history_length
+        self.attachments = list(attachments)
 
     async def arun(self, message: Any, *, run_id: str, on_event: Callable[[Event], Any]) -> Any:
-        """``robot.arun(message, run_id=..., on_event=...)``."""
-        return await self.robot.arun(message, run_id=run_id, on_event=on_event)
+        """``robot.arun(message, run_id=..., on_event=..., attachments=...)`` (the row's attachments)."""
+        return await self.robot.arun(message, run_id=run_id, on_event=on_event, attachments=self.attachments)
 
     def completed(self, row: Any, value: Any, elapsed: float) -> Outcome:
         """The robot's result and the chat messages the run appended.
@@ -169,10 +171,11 @@ def prepare(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = No
         for task in network.tasks.values():
             if isinstance(task.robot, Robot):
                 task.robot.ask_channel = ParkingChannel(row.answers or [])
-        return NetworkTurn(network, load_history(row.thread_id, before=row.sequence_number), message)
+        return NetworkTurn(network, load_history(row.thread_id, before=row.sequence_number), message,
+                           attachments=row.attachments or [])
     robot = build_robot(row.robot_name, llm=llm, **dict(options or {}))
     history = load_history(row.thread_id, before=row.sequence_number)
     robot.replace_messages(history)
     checkpoints.attach(robot, row)  # an execution after a lost worker replays the steps already done
     robot.ask_channel = ParkingChannel(row.answers or [])  # AskUser parks the run; the answer resumes it
-    return RobotWork(robot, message, len(history))
+    return RobotWork(robot, message, len(history), row.attachments or [])

@@ -186,29 +186,30 @@ def execute_run(result: Any, *, llm: Any = None, robot_options: Mapping[str, Any
 
 async def arun_robot(thread: Any, robot: Any, message: Any, *, user: Any = None, llm: Any = None,
                      robot_options: Mapping[str, Any] | None = None, on_event: EventCallback | None = None,
-                     task_id: str = "", raise_errors: bool = True) -> Any:
+                     task_id: str = "", raise_errors: bool = True, attachments: Any = None) -> Any:
     """Run ``robot`` on ``thread`` with ``message`` now, continuing the thread's conversation.
 
     ``await arun_robot("session-1", "support", "Where is my order?")`` creates the thread if needed,
     restores its history into a fresh ``support`` robot (or network), runs it and returns the stored
-    :class:`~robotlab_django.models.RobotResult` row (``reply``, tokens, cost, ...).
+    :class:`~robotlab_django.models.RobotResult` row (``reply``, tokens, cost, ...). ``attachments`` are
+    files sent with the message (see :func:`~robotlab_django.records.start_run`).
 
     Raises:
         UnknownRobotError: no robot has that name (nothing is written).
-        ValueError: the message is too long (nothing is written).
+        ValueError: the message is too long, or an attachment bad or too large (nothing is written).
         RunFailedError: the robot failed (the row is stored as ``failed``); not with ``raise_errors=False``.
     """
-    row = await blocking(start_run, thread, robot, message, user=user, task_id=task_id)
+    row = await blocking(start_run, thread, robot, message, user=user, task_id=task_id, attachments=attachments)
     return await aexecute_run(row, llm=llm, robot_options=robot_options, on_event=on_event,
                               raise_errors=raise_errors)
 
 
 def run_robot(thread: Any, robot: Any, message: Any, *, user: Any = None, llm: Any = None,
               robot_options: Mapping[str, Any] | None = None, on_event: EventCallback | None = None,
-              task_id: str = "", raise_errors: bool = True) -> Any:
+              task_id: str = "", raise_errors: bool = True, attachments: Any = None) -> Any:
     """:func:`arun_robot` from sync code: ``run_robot("session-1", "support", "Where is my order?")``."""
     return call_sync(arun_robot, thread, robot, message, user=user, llm=llm, robot_options=robot_options,
-                     on_event=on_event, task_id=task_id, raise_errors=raise_errors)
+                     on_event=on_event, task_id=task_id, raise_errors=raise_errors, attachments=attachments)
 
 
 def deliver(result_id: Any, *, retried: bool = False, redelivered: bool = False) -> dict[str, Any]:

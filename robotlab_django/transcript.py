@@ -56,11 +56,26 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, cls=RobotLabJSONEncoder)
 
 
+def _part(part: Any) -> str:
+    """A content part as the transcript shows it: its text, or what file it carries (never its base64 data)."""
+    if not isinstance(part, dict):
+        return str(part)
+    if "text" in part:
+        return str(part["text"])
+    kind = str(part.get("type", "part"))
+    if kind == "image_url":
+        url = str((part.get("image_url") or {}).get("url", ""))
+        return f"[image: {url.split(',')[0] if url.startswith('data:') else url}]"
+    if kind == "file":
+        return f"[file: {(part.get('file') or {}).get('filename', '')}]"
+    return f"[{kind}]"
+
+
 def _content(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, list):  # content parts
-        return "\n".join(str(part.get("text", part)) if isinstance(part, dict) else str(part) for part in value)
+        return "\n".join(_part(part) for part in value)
     return value if isinstance(value, str) else _pretty(value)
 
 

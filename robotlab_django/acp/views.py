@@ -12,14 +12,17 @@ from functools import wraps
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from .. import protocol_runs
 from ..api_tokens import authenticate
+from ..records import AttachmentsTooLargeError
 from ..registry import UnknownRobotError, registry
 from ..run_control import RunControlError
-from .wire import agent_manifest, error_response, input_text, parse_run_id, run_object, text_message
+from .wire import agent_manifest, error_response, input_content, input_text, parse_run_id, run_object, text_message
 
 __all__ = ["agent", "agents", "ping", "run", "run_cancel", "run_events", "runs", "session"]
 
@@ -42,6 +45,14 @@ def token_required(view: View) -> View:
         return await view(request, *args, **kwargs)
 
     return wrapper
+
+
+def _too_large(error: Exception) -> str:
+    if isinstance(error, AttachmentsTooLargeError):
+        return str(error)
+    return (f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes "
+            "(settings.DATA_UPLOAD_MAX_MEMORY_SIZE); send smaller files, or raise it and "
+            "ROBOTLAB['MAX_ATTACHMENT_BYTES'].")
 
 
 def _body(request: HttpRequest) -> dict[str, Any]:
@@ -124,15 +135,18 @@ async def runs(request: HttpRequest) -> HttpResponse:
         mode = str(body.get("mode") or "sync")
         if mode not in ("sync", "async", "stream"):
             raise ValueError(f"Unknown mode {mode!r}; use sync, async or stream.")
-        text = input_text(body.get("input"))
+        text, files = input_content(body.get("input"))
         session: dict[str, Any] = body["session"] if isinstance(body.get("session"), dict) else {}
         session_id = body.get("session_id") or session.get("id")
         row = await sync_to_async(protocol_runs.start_for_user)(
-            request.user, str(body.get("agent_name") or ""), text, str(session_id) if session_id else None)
+            request.user, str(body.get("agent_name") or ""), text, str(session_id) if session_id else None,
+            attachments=files)
     except UnknownRobotError as exc:
         return error_response("not_found", str(exc))
     except protocol_runs.SessionTakenError:
         return error_response("not_found", "No session with that id.")
+    except (AttachmentsTooLargeError, RequestDataTooBig) as exc:
+        return error_response("invalid_input", _too_large(exc), status=413)
     except ValueError as exc:
         return error_response("invalid_input", str(exc))
     return await _respond(row, mode)

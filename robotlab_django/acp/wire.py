@@ -1,22 +1,27 @@
 """The ACP wire shapes of the app's rows.
 
-A run row as an ACP ``Run``, a robot as an ``AgentManifest``, the protocol's error object, and the text of ACP input
-messages.
+A run row as an ACP ``Run``, a robot as an ``AgentManifest``, the protocol's error object, and the text and files
+(the run's attachments) of ACP input messages.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import uuid
 from typing import Any
 
 from django.http import JsonResponse
 
+from robotlab.attachments import Attachment
+from robotlab.errors import AttachmentError
+
 from ..abstract_models import Status
 from ..registry import registry
 from ..user_errors import public_error
 
-__all__ = ["STATUSES", "agent_manifest", "error_response", "input_text", "parse_run_id", "run_object",
-           "text_message"]
+__all__ = ["INPUT_CONTENT_TYPES", "STATUSES", "agent_manifest", "error_response", "input_content", "input_text",
+           "parse_run_id", "run_object", "text_message"]
 
 #: The ACP run status of each row status.
 STATUSES: dict[str, str] = {
@@ -29,9 +34,9 @@ STATUSES: dict[str, str] = {
 HTTP_STATUS = {"invalid_input": 422, "not_found": 404, "server_error": 500, "unauthorized": 401}
 
 
-def error_response(code: str, message: str) -> JsonResponse:
-    """The protocol's error object ``{"code", "message"}`` with the code's HTTP status."""
-    return JsonResponse({"code": code, "message": message}, status=HTTP_STATUS.get(code, 400))
+def error_response(code: str, message: str, status: int | None = None) -> JsonResponse:
+    """The protocol's error object ``{"code", "message"}`` with ``status``, by default the code's HTTP status."""
+    return JsonResponse({"code": code, "message": message}, status=status or HTTP_STATUS.get(code, 400))
 
 
 def agent_manifest(name: str) -> dict[str, Any]:
@@ -40,7 +45,13 @@ def agent_manifest(name: str) -> dict[str, Any]:
     kind = "network" if registry.is_network(name) else "robot"
     return {"name": name, "description": entry.description or "",
             "metadata": {"framework": "RobotLab", "tags": [kind]},
-            "input_content_types": ["text/plain"], "output_content_types": ["text/plain"]}
+            "input_content_types": INPUT_CONTENT_TYPES, "output_content_types": ["text/plain"]}
+
+
+#: The content types an agent takes: text, and files that become the run's attachments (images, documents,
+#: text files, WAV/MP3 audio; see :mod:`robotlab.attachments`).
+INPUT_CONTENT_TYPES = ["text/plain", "image/*", "application/pdf", "application/*", "text/*", "audio/wav",
+                       "audio/mpeg"]
 
 
 def text_message(text: str, role: str = "agent") -> dict[str, Any]:
@@ -49,20 +60,73 @@ def text_message(text: str, role: str = "agent") -> dict[str, Any]:
 
 
 def input_text(messages: Any) -> str:
-    """The text of ACP input ``messages`` (their ``text/*`` parts joined); raises ``ValueError`` if malformed."""
+    """The text of ACP input ``messages`` (their ``text/*`` parts joined); raises ``ValueError`` if malformed.
+
+    Any other part is an error here (an answer to a question is text); see :func:`input_content`.
+    """
+    text, files = input_content(messages)
+    if files:
+        raise ValueError(f"Unsupported part content type {files[0].mime_type!r} here; send text/plain parts.")
+    return text
+
+
+def input_content(messages: Any) -> tuple[str, list[Attachment]]:
+    """The text and the attachments of ACP input ``messages``.
+
+    A ``text/*`` part without a ``name`` is text (parts joined by newlines); any other part is a file, which
+    becomes a :class:`robotlab.Attachment`: ``content_url`` (an ``http(s)`` image URL, or a ``data:`` URL), or
+    ``content`` (base64 when ``content_encoding`` is ``"base64"``), of type ``content_type``.
+
+    Raises:
+        ValueError: the messages are malformed, or a part cannot be an attachment (the message names the part).
+    """
     if not isinstance(messages, list) or not messages:
         raise ValueError('"input" must be a non-empty list of messages, each {"parts": [...]}.')
     texts: list[str] = []
-    for message in messages:
+    files: list[Attachment] = []
+    for number, message in enumerate(messages, 1):
         parts = message.get("parts") if isinstance(message, dict) else None
         if not isinstance(parts, list):
             raise ValueError('Each input message needs "parts", a list of {"content_type", "content"}.')
-        for part in parts:
-            content_type = str(part.get("content_type") or "text/plain") if isinstance(part, dict) else ""
-            if not content_type.startswith("text/"):
-                raise ValueError(f"Unsupported part content type {content_type!r}; send text/plain parts.")
-            texts.append(str(part.get("content") or ""))
-    return "\n".join(texts)
+        for index, part in enumerate(parts, 1):
+            if not isinstance(part, dict):
+                raise ValueError(f"Part {index} of message {number} is not an object.")
+            content_type = str(part.get("content_type") or "text/plain")
+            if content_type.startswith("text/") and not part.get("name") and not part.get("content_url"):
+                texts.append(_decoded(part, number, index).decode("utf-8", errors="replace"))
+                continue
+            try:
+                files.append(_attachment(part, content_type, number, index))
+            except AttachmentError as exc:
+                raise ValueError(f"Part {index} of message {number}: {exc}.") from None
+    return "\n".join(texts), files
+
+
+def _decoded(part: dict[str, Any], number: int, index: int) -> bytes:
+    """A part's ``content`` as bytes (base64-decoded when ``content_encoding`` says so)."""
+    content = str(part.get("content") or "")
+    if part.get("content_encoding") != "base64":
+        return content.encode("utf-8")
+    try:
+        return base64.b64decode(content, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"Part {index} of message {number}: its content is not valid base64.") from None
+
+
+def _attachment(part: dict[str, Any], content_type: str, number: int, index: int) -> Attachment:
+    """The :class:`Attachment` a file part carries."""
+    name = str(part["name"]) if part.get("name") else None
+    url = part.get("content_url")
+    if url:
+        url = str(url)
+        if url.startswith("data:"):
+            return Attachment.from_data_url(url, name=name)
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"Part {index} of message {number}: content_url must be an http(s) or data: URL.")
+        return Attachment(url=url, mime_type=None if content_type == "text/plain" else content_type, name=name)
+    if part.get("content") is None:
+        raise ValueError(f"Part {index} of message {number} ({content_type}) has neither content nor content_url.")
+    return Attachment(data=_decoded(part, number, index), mime_type=content_type, name=name)
 
 
 def parse_run_id(value: str) -> str | None:
