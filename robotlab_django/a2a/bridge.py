@@ -14,7 +14,7 @@ routing, database-connection handling and ASGI server serve it, with no second A
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
@@ -64,7 +64,8 @@ def starlette_request(request: HttpRequest, exchange: Exchange, **scope: Any) ->
 async def _next(queue: asyncio.Queue[Message], task: asyncio.Future[None]) -> Message | None:
     """The response's next ASGI message; ``None`` once it finished sending (its error raised)."""
     getter = asyncio.ensure_future(queue.get())
-    await asyncio.wait([getter, task], return_when=asyncio.FIRST_COMPLETED)
+    waiting: list[asyncio.Future[Any]] = [getter, task]
+    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     if getter.done():
         return getter.result()
     getter.cancel()
@@ -74,44 +75,59 @@ async def _next(queue: asyncio.Queue[Message], task: asyncio.Future[None]) -> Me
     return None
 
 
-def _headers(start: Message, *, streaming: bool) -> list[tuple[str, str]]:
-    pairs = [(bytes(name).decode("latin-1"), bytes(value).decode("latin-1")) for name, value in start["headers"]]
-    return [(name, value) for name, value in pairs if not (streaming and name.lower() == "content-length")]
+async def _messages(response: Response, request: Request, exchange: Exchange) -> AsyncIterator[Message]:
+    """Run ``response`` as the ASGI app it is: the messages it sends, as it sends them.
+
+    It runs in a task started here, on the first iteration: in the context of whoever iterates (Django, for a
+    streaming response, after the view returned), not the view's, whose sync-adapter threads end with it.
+    """
+    queue: asyncio.Queue[Message] = asyncio.Queue()
+    send: Callable[[Message], Awaitable[None]] = queue.put
+    task = asyncio.ensure_future(response(request.scope, exchange.receive, send))
+    try:
+        while (message := await _next(queue, task)) is not None:
+            yield message
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                break
+    finally:
+        exchange.close()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def _body(messages: AsyncIterator[Message]) -> AsyncIterator[bytes]:
+    async def chunks() -> AsyncIterator[bytes]:
+        async for message in messages:
+            if message["type"] == "http.response.body" and message.get("body"):
+                yield bytes(message["body"])
+
+    return chunks()
+
+
+def _pairs(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    return [(bytes(name).decode("latin-1"), bytes(value).decode("latin-1")) for name, value in raw]
 
 
 async def django_response(response: Response, request: Request, exchange: Exchange) -> HttpResponseBase:
     """Run the Starlette ``response`` for ``request`` and return what it sends as a Django response.
 
-    A streaming response (SSE) becomes a ``StreamingHttpResponse`` whose chunks are the ones it sends, as it
-    sends them; when Django stops iterating (the client left), ``exchange`` closes and the response stops.
+    A streaming response (SSE) becomes a ``StreamingHttpResponse`` (its status and headers the response's own)
+    whose chunks are the ones it sends, as it sends them; when Django stops iterating (the client left),
+    ``exchange`` closes and the response stops. Any other response is run here and returned whole.
     """
-    queue: asyncio.Queue[Message] = asyncio.Queue()
-    send: Callable[[Message], Awaitable[None]] = queue.put
-    task = asyncio.ensure_future(response(request.scope, exchange.receive, send))
-    start = await _next(queue, task)
-    if start is None or start["type"] != "http.response.start":
-        raise RuntimeError(f"The A2A endpoint sent {start!r} before its response start.")
-    streaming = isinstance(response, StreamingResponse) or hasattr(response, "body_iterator")
-
-    async def chunks() -> AsyncIterator[bytes]:
-        try:
-            while (message := await _next(queue, task)) is not None:
-                if message["type"] == "http.response.body":
-                    if message.get("body"):
-                        yield bytes(message["body"])
-                    if not message.get("more_body"):
-                        break
-        finally:
-            exchange.close()
-            if not task.done():
-                task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
     result: HttpResponseBase
-    if streaming:
-        result = StreamingHttpResponse(chunks(), status=int(start["status"]))
+    if isinstance(response, StreamingResponse) or hasattr(response, "body_iterator"):
+        result = StreamingHttpResponse(_body(_messages(response, request, exchange)), status=response.status_code)
+        headers = [(name, value) for name, value in _pairs(response.raw_headers) if name.lower() != "content-length"]
     else:
-        result = HttpResponse(b"".join([chunk async for chunk in chunks()]), status=int(start["status"]))
-    for name, value in _headers(start, streaming=streaming):
+        messages = [message async for message in _messages(response, request, exchange)]
+        start = next((message for message in messages if message["type"] == "http.response.start"), None)
+        if start is None:
+            raise RuntimeError("The A2A endpoint sent no response.")
+        result = HttpResponse(b"".join(bytes(message.get("body") or b"") for message in messages
+                                       if message["type"] == "http.response.body"), status=int(start["status"]))
+        headers = _pairs(start["headers"])
+    for name, value in headers:
         result[name] = value
     return result

@@ -76,8 +76,10 @@ def _invalid(message: str) -> NoReturn:
 
 
 class RobotLabRequestHandler(RequestHandler):
-    """Serves ``SendMessage`` (``message/send``), ``SendStreamingMessage`` (``message/stream``), ``GetTask``,
-    ``ListTasks``, ``CancelTask`` and ``SubscribeToTask`` on the caller's runs of one agent.
+    """The SDK's request handler on the caller's runs of one agent.
+
+    It serves ``SendMessage`` (``message/send``), ``SendStreamingMessage`` (``message/stream``), ``GetTask``,
+    ``ListTasks``, ``CancelTask`` and ``SubscribeToTask``.
 
     A message without a task id starts a run (on the thread its context id names, created if new; a new
     thread without one); a message with the id of an ``input-required`` task answers that task's question and
@@ -94,8 +96,10 @@ class RobotLabRequestHandler(RequestHandler):
         return row
 
     async def _start(self, params: SendMessageRequest, context: ServerCallContext) -> tuple[Any, str, int]:
-        """Start a run for the message, or answer the task it names: the row, its context id, and the last
-        event before it went on."""
+        """Start a run for the message, or answer the task it names.
+
+        Returns the row, its context id, and the last event stored before it went on.
+        """
         user, agent = _caller(context)
         message: Message = params.message
         validate_history_length(params.configuration)
@@ -128,8 +132,10 @@ class RobotLabRequestHandler(RequestHandler):
 
     @validate_request_params
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
-        """Start or answer a run; return its task when it completes, fails, is cancelled or asks (or at once
-        with ``return_immediately``)."""
+        """Start or answer a run; its task once it completes, fails, is cancelled or asks.
+
+        With ``return_immediately``, the task at once.
+        """
         row, context_id, _ = await self._start(params, context)
         if not params.configuration.return_immediately:
             row = await protocol_runs.await_settled(row)
@@ -138,9 +144,11 @@ class RobotLabRequestHandler(RequestHandler):
     @validate_request_params
     async def on_message_send_stream(self, params: SendMessageRequest,
                                      context: ServerCallContext) -> AsyncGenerator[Event, None]:
-        """Start or answer a run and stream it: the task, ``working``, the reply's text deltas as chunks of the
-        artifact ``reply`` (a network task's as ``task-<name>``), then the final status (its message the
-        question of an ``input-required`` task)."""
+        """Start or answer a run and stream it.
+
+        The task, ``working``, the reply's text deltas as chunks of the artifact ``reply`` (a network task's as
+        ``task-<name>``), then the final status (its message the question of an ``input-required`` task).
+        """
         row, context_id, after = await self._start(params, context)
         async for event in self._follow(row, context_id, after):
             yield event

@@ -30,7 +30,7 @@ __all__ = ["REPLY_ARTIFACT", "STATES", "TERMINAL", "artifact_update", "input_tex
            "task_id", "task_of"]
 
 #: The A2A task state of each row status.
-STATES: dict[str, TaskState.ValueType] = {
+STATES: dict[str, TaskState] = {
     str(Status.QUEUED): TaskState.TASK_STATE_SUBMITTED, str(Status.RUNNING): TaskState.TASK_STATE_WORKING,
     str(Status.RETRYING): TaskState.TASK_STATE_WORKING, str(Status.AWAITING): TaskState.TASK_STATE_INPUT_REQUIRED,
     str(Status.COMPLETED): TaskState.TASK_STATE_COMPLETED, str(Status.FAILED): TaskState.TASK_STATE_FAILED,
@@ -75,7 +75,7 @@ def input_text(message: Message) -> str:
     return "\n".join(texts)
 
 
-def _message(text: str, role: Role.ValueType, row: Any, context_id: str, key: str,
+def _message(text: str, role: Role, row: Any, context_id: str, key: str,
              metadata: dict[str, Any] | None = None) -> Message:
     message = Message(message_id=f"{task_id(row)}-{key}", context_id=context_id, task_id=task_id(row), role=role,
                       parts=[Part(text=text)])
@@ -127,7 +127,7 @@ def task_of(row: Any, context_id: str) -> Task:
     return task
 
 
-def status_update(row: Any, context_id: str, state: TaskState.ValueType | None = None) -> TaskStatusUpdateEvent:
+def status_update(row: Any, context_id: str, state: TaskState | None = None) -> TaskStatusUpdateEvent:
     """A ``TaskStatusUpdateEvent`` with ``row``'s status (or just ``state``)."""
     status = TaskStatus(state=state) if state is not None else _status(row, context_id)
     return TaskStatusUpdateEvent(task_id=task_id(row), context_id=context_id, status=status)
@@ -136,5 +136,6 @@ def status_update(row: Any, context_id: str, state: TaskState.ValueType | None =
 def artifact_update(row: Any, context_id: str, artifact_id: str, text: str, *, append: bool,
                     last_chunk: bool = False) -> TaskArtifactUpdateEvent:
     """A ``TaskArtifactUpdateEvent`` carrying ``text`` for the artifact ``artifact_id`` (appended unless first)."""
+    artifact = Artifact(artifact_id=artifact_id, name=artifact_id, parts=[Part(text=text)])
     return TaskArtifactUpdateEvent(task_id=task_id(row), context_id=context_id, append=append, last_chunk=last_chunk,
-                                   artifact=Artifact(artifact_id=artifact_id, name=artifact_id, parts=[Part(text=text)]))
+                                   artifact=artifact)
