@@ -109,15 +109,21 @@ def _pairs(raw: Iterable[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
     return [(bytes(name).decode("latin-1"), bytes(value).decode("latin-1")) for name, value in raw]
 
 
-async def django_response(response: Response, request: Request, exchange: Exchange) -> HttpResponseBase:
+async def django_response(response: Response, request: Request, exchange: Exchange, *,
+                          buffered: bool = False) -> HttpResponseBase:
     """Run the Starlette ``response`` for ``request`` and return what it sends as a Django response.
 
     A streaming response (SSE) becomes a ``StreamingHttpResponse`` (its status and headers the response's own)
     whose chunks are the ones it sends, as it sends them; when Django stops iterating (the client left),
-    ``exchange`` closes and the response stops. Any other response is run here and returned whole.
+    ``exchange`` closes and the response stops. Any other response, and every response with ``buffered``, is
+    run here and returned whole.
+
+    Under WSGI pass ``buffered=True``: Django would iterate a stream on an event loop of its own, after the
+    view's loop closed the SDK's generators (it started them, to catch errors before the stream begins); the
+    events then arrive together once the stream ends.
     """
     result: HttpResponseBase
-    if isinstance(response, StreamingResponse) or hasattr(response, "body_iterator"):
+    if not buffered and (isinstance(response, StreamingResponse) or hasattr(response, "body_iterator")):
         result = StreamingHttpResponse(_body(_messages(response, request, exchange)), status=response.status_code)
         headers = [(name, value) for name, value in _pairs(response.raw_headers) if name.lower() != "content-length"]
     else:

@@ -18,6 +18,7 @@ from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
@@ -101,6 +102,7 @@ async def agent(request: HttpRequest, name: str) -> HttpResponseBase:
     """``POST <name>/``: a JSON-RPC request to the agent, answered by the SDK's dispatcher.
 
     401 without a valid token (a session cookie is not one), 404 for an unknown agent, 405 for another method.
+    Streams go out as they are generated under an ASGI server; under WSGI, whole once they end.
     """
     if request.method != "POST":
         response = _error(405, -32600, "POST JSON-RPC requests here; the card is at .well-known/agent-card.json.")
@@ -116,4 +118,5 @@ async def agent(request: HttpRequest, name: str) -> HttpResponseBase:
         return _error(404, -32001, f"No agent {name!r}.")
     exchange = Exchange(request.body)
     bridged = starlette_request(request, exchange, **{USER: user, AGENT: name})
-    return await django_response(await dispatcher().handle_requests(bridged), bridged, exchange)
+    return await django_response(await dispatcher().handle_requests(bridged), bridged, exchange,
+                                 buffered=not isinstance(request, ASGIRequest))
