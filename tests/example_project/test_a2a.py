@@ -29,6 +29,7 @@ from a2a.types.a2a_pb2 import (  # noqa: E402
     SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskState,
 )
@@ -301,6 +302,24 @@ def test_a_non_blocking_send_returns_at_once_and_the_task_completes(a2a_site: Si
     assert started.status.state in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert _reply(task) == _stored(a2a_site.db, task.id)[1]
+
+
+def test_a_client_that_leaves_a_stream_can_subscribe_to_the_task_again(a2a_site: Site) -> None:
+    async def main() -> tuple[list[StreamResponse], list[StreamResponse], Task]:
+        async with _client(a2a_site, "chat") as client:
+            left: list[StreamResponse] = []
+            async for event in client.send_message(_message("Tell me a long story about robots and their makers")):
+                left.append(event)
+                if event.HasField("artifact_update"):
+                    break  # the client goes away; the run goes on
+            again = [event async for event in client.subscribe(SubscribeToTaskRequest(id=left[0].task.id))]
+            return left, again, await client.get_task(GetTaskRequest(id=left[0].task.id))
+
+    left, again, task = asyncio.run(main())
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert again[0].task.id == task.id and _final_state(again) == TaskState.TASK_STATE_COMPLETED
+    assert _streamed(again) == _reply(task) == _stored(a2a_site.db, task.id)[1]
+    assert _reply(task).startswith(_streamed(left))
 
 
 def test_the_docs_client_snippet_runs(a2a_site: Site) -> None:
