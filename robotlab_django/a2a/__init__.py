@@ -7,3 +7,16 @@ The SDK's JSON-RPC dispatcher parses and answers the protocol (:mod:`~robotlab_d
 contexts are threads, a parked run is ``input-required``, and requests authenticate with API tokens
 (:mod:`robotlab_django.api_tokens`). Needs the ``protocols`` extra (``pip install "robotlab[protocols]"``).
 """
+
+from __future__ import annotations
+
+import importlib.util
+
+from django.core.exceptions import ImproperlyConfigured
+
+__all__: list[str] = []
+
+_MISSING = [name for name in ("a2a", "starlette", "sse_starlette") if importlib.util.find_spec(name) is None]
+if _MISSING:
+    raise ImproperlyConfigured(f"The A2A server needs {', '.join(_MISSING)}: pip install \"robotlab[protocols]\" "
+                               "(a2a-sdk with its HTTP server parts).")

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.test import Client
 
@@ -116,3 +117,17 @@ def test_tasks_are_listed_newest_first_a_page_at_a_time(token: str) -> None:
     assert [task["id"] for task in second["tasks"]] == [sent[0]["id"]] and not second.get("nextPageToken")
     subscribe = _rpc(token, "echo", "SubscribeToTask", {"id": sent[0]["id"]}).json()
     assert "is finished; get it with GetTask" in subscribe["error"]["message"]
+
+
+def test_without_the_protocols_extra_the_import_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import importlib.util
+
+    import robotlab_django.a2a
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "sse_starlette" else find_spec(name))
+    with pytest.raises(ImproperlyConfigured, match=r'needs sse_starlette: pip install "robotlab\[protocols\]"'):
+        importlib.reload(robotlab_django.a2a)
+    monkeypatch.undo()
+    importlib.reload(robotlab_django.a2a)
