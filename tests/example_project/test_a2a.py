@@ -322,6 +322,56 @@ def test_a_client_that_leaves_a_stream_can_subscribe_to_the_task_again(a2a_site:
     assert _reply(task).startswith(_streamed(left))
 
 
+#: The Redis database of the Celery test's broker (the project's channel layer and network memory use it too).
+CELERY_REDIS = "redis://127.0.0.1:6379/11"
+
+
+@pytest.fixture(scope="module")
+def celery_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """The example project with ``REDIS_URL`` set: daphne sends every run to a Celery worker process."""
+    pytest.importorskip("redis").Redis.from_url(CELERY_REDIS).ping()
+    tmp_path = tmp_path_factory.mktemp("a2a-celery")
+    manage(tmp_path, "migrate", "--noinput")
+    manage(tmp_path, "demo_user")
+    token = manage(tmp_path, "robotlab_token", "demo").stdout.strip().splitlines()[-1]
+    log = (tmp_path / "worker.log").open("w")
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "example_site", "worker", "--pool", "solo",
+                               "--hostname", "a2a-test@%h", "--without-gossip", "--without-mingle",
+                               "--loglevel", "INFO"],
+                              cwd=ROOT / "example_project", env=project_env(tmp_path, REDIS_URL=CELERY_REDIS),
+                              stdout=log, stderr=subprocess.STDOUT)
+    try:
+        with served_project(tmp_path, REDIS_URL=CELERY_REDIS) as url:
+            yield Site(f"{url}/a2a", token, "", tmp_path / "db.sqlite3")
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        log.close()
+
+
+def test_tasks_run_on_a_celery_worker_and_a_question_waits_in_no_process(celery_site: Site) -> None:
+    async def main() -> tuple[list[StreamResponse], Task, Task]:
+        async with _client(celery_site, "chat") as client:
+            streamed = await _events(client, _message("Tell me about robots"))
+        async with _client(celery_site, "concierge", streaming=False) as client:
+            asked = (await _events(client, _message("Ask the user which plan suits them")))[0].task
+            done = (await _events(client, _message("the team plan", asked)))[0].task
+        return streamed, asked, done
+
+    streamed, asked, done = asyncio.run(main())
+    assert _final_state(streamed) == TaskState.TASK_STATE_COMPLETED
+    assert _stored(celery_site.db, streamed[0].task.id) == ("completed", _streamed(streamed))
+    assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED and "the team plan" in _reply(done)
+    with sqlite3.connect(celery_site.db) as connection:
+        jobs = [row[0] for row in connection.execute("SELECT task_id FROM robotlab_robotresult")]
+    log = (celery_site.db.parent / "worker.log").read_text()
+    assert len(jobs) == 2 and all(re.search(rf"\[{job}\] succeeded", log) for job in jobs), log  # the worker ran them
+
+
 def test_the_docs_client_snippet_runs(a2a_site: Site) -> None:
     page = (ROOT / "docs" / "django" / "a2a.md").read_text()
     snippet = page.split("## A client", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
