@@ -23,7 +23,7 @@ from .conf import app_settings
 from .records import start_run
 
 __all__ = ["POLL_INTERVAL", "SETTLED", "SETTLED_GRACE", "SessionTakenError", "aanswer", "acancel", "afollow_events",
-           "await_settled", "find_run", "find_thread", "start_for_user"]
+           "await_settled", "find_run", "find_thread", "last_event_pk", "start_for_user"]
 
 #: Seconds between two reads of a run's row or events while waiting on it.
 POLL_INTERVAL = 0.05
@@ -86,16 +86,29 @@ async def await_settled(row: Any, statuses: tuple[str, ...] = SETTLED) -> Any:
 SETTLED_GRACE = 5.0
 
 
-async def afollow_events(row: Any) -> AsyncIterator[dict[str, Any]]:
+async def last_event_pk(row: Any) -> int:
+    """The primary key of ``row``'s newest stored event (0 without any): follow a resumed run from there."""
+    event_model = app_settings.event_model()
+    last = await event_model.objects.filter(result_id=row.pk).order_by("-pk").values_list("pk", flat=True).afirst()
+    return int(last or 0)
+
+
+async def afollow_events(row: Any, *, after: int = 0) -> AsyncIterator[dict[str, Any]]:
     """The stored events of ``row`` as they arrive (``{"kind", ...data}``), through its ``stream.ended``.
 
     A run's status may settle before its last events are stored (a cancel is written at once, while its
     worker stores the text it streamed until it notices), so following ends at the run's ``stream.ended``
     event, not at its status; a settled run that sends none for :data:`SETTLED_GRACE` seconds ends it too.
+    A parked run (``awaiting``) sends no ``stream.ended`` (it goes on once answered) and has stored every
+    event before it parked: following ends as soon as no more are stored.
+
+    Args:
+        row: The run.
+        after: Only events stored after the one with this primary key (:func:`last_event_pk`).
     """
     event_model = app_settings.event_model()
     loop = asyncio.get_running_loop()
-    last, settled_at = 0, None
+    last, settled_at = after, None
     while True:
         fresh = await type(row).objects.aget(pk=row.pk)
         events = [event async for event in event_model.objects.filter(result_id=row.pk, pk__gt=last).order_by("pk")]
@@ -104,6 +117,8 @@ async def afollow_events(row: Any) -> AsyncIterator[dict[str, Any]]:
             yield event.to_dict()
             if event.kind == STREAM_ENDED:
                 return
+        if fresh.status == Status.AWAITING and not events:
+            return
         if fresh.status in SETTLED and not events:
             settled_at = settled_at if settled_at is not None else loop.time()
             if loop.time() - settled_at > SETTLED_GRACE:

@@ -1,4 +1,4 @@
-"""The example project's URLs: the chat pages at the root, login/logout, the admin."""
+"""The example project's URLs: the chat pages at the root, login/logout, the admin, the ACP and A2A servers."""
 
 from __future__ import annotations
 
@@ -13,5 +13,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("acp/", include("robotlab_django.acp.urls")),
+    path("a2a/", include("robotlab_django.a2a.urls")),
     path("", include("robotlab_django.urls")),
 ]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.example_project.test_example_project import MANAGE, ROOT, _free_port, manage, project_env
+from tests.example_project.test_example_project import ROOT, manage, project_env, served_project
 
 acp_client = pytest.importorskip("acp_sdk.client")
 acp_models = pytest.importorskip("acp_sdk.models")
@@ -28,30 +28,8 @@ def acp_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, st
     manage(tmp_path, "migrate", "--noinput")
     manage(tmp_path, "demo_user")
     token = manage(tmp_path, "robotlab_token", "demo").stdout.strip().splitlines()[-1]
-    port = _free_port()
-    log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen([sys.executable, str(MANAGE), "runserver", "--noreload", f"127.0.0.1:{port}"],
-                              cwd=ROOT, env=project_env(tmp_path), stdout=log, stderr=subprocess.STDOUT)
-    try:
-        import socket
-
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("the server did not start:\n" + (tmp_path / "server.log").read_text())
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/acp", token, tmp_path / "db.sqlite3"
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+    with served_project(tmp_path) as url:
+        yield f"{url}/acp", token, tmp_path / "db.sqlite3"
 
 
 def _client(site: tuple[str, str, Path], token: str | None = None) -> Any:

@@ -3,6 +3,7 @@ its chat page works in a real browser (Playwright + Debian chromium, skipped whe
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -183,18 +184,14 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def live_site(tmp_path: Path) -> Iterator[str]:
-    """The example project served by daphne's runserver on a free port (in-process executor, demo model)."""
-    if not CHROMIUM.exists():
-        pytest.skip("needs /usr/bin/chromium (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api")
-    manage(tmp_path, "migrate", "--noinput")
-    manage(tmp_path, "demo_user")
+@contextlib.contextmanager
+def served_project(tmp_path: Path, **extra: str) -> Iterator[str]:
+    """The migrated example project (database in ``tmp_path``) served by daphne's runserver on a free port, with
+    the in-process executor and the demo model (``extra`` variables change them): its base URL."""
     port = _free_port()
     log = (tmp_path / "server.log").open("w")
     server = subprocess.Popen([sys.executable, str(MANAGE), "runserver", "--noreload", f"127.0.0.1:{port}"],
-                              cwd=ROOT, env=project_env(tmp_path), stdout=log, stderr=subprocess.STDOUT)
+                              cwd=ROOT, env=project_env(tmp_path, **extra), stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -213,6 +210,18 @@ def live_site(tmp_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             server.kill()
         log.close()
+
+
+@pytest.fixture
+def live_site(tmp_path: Path) -> Iterator[str]:
+    """The example project served by daphne's runserver on a free port (in-process executor, demo model)."""
+    if not CHROMIUM.exists():
+        pytest.skip("needs /usr/bin/chromium (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api")
+    manage(tmp_path, "migrate", "--noinput")
+    manage(tmp_path, "demo_user")
+    with served_project(tmp_path) as url:
+        yield url
 
 
 RECORD_REPLIES = """() => {

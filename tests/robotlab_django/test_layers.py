@@ -27,8 +27,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("celery", {"tasks"}),
     ("dispatch", {"executor"}),
     ("services", {"jobs", "protocol_runs", "run_control", "services"}),
-    ("entry points", {"", "acp", "admin", "admin_control", "apps", "asgi", "consumers", "erasure_admin", "management",
-                      "routing", "token_admin", "urls", "views"}),
+    ("entry points", {"", "a2a", "acp", "admin", "admin_control", "apps", "asgi", "consumers", "erasure_admin",
+                      "management", "routing", "token_admin", "urls", "views"}),
 ]
 
 #: Imports that the layers would allow but the design does not: (importer, imported, why).

@@ -1,0 +1,245 @@
+"""The A2A request handler: the SDK's :class:`~a2a.server.request_handlers.RequestHandler` on the app's runs.
+
+Every method works on the run rows (:mod:`robotlab_django.protocol_runs`), never on state held in this process:
+a task is a run executed by the configured executor (a Celery worker included), waiting and streaming read its
+row and stored events, so any web process answers for any task, a parked task holds no process, and a
+restart loses nothing. The SDK's JSON-RPC dispatcher calls it (:mod:`robotlab_django.a2a.views`) and gives it
+the caller (an API token's user) and the agent (the robot or network of the URL) in the call context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any, NoReturn
+
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
+from a2a.server.request_handlers import RequestHandler, validate_request_params
+from a2a.types.a2a_pb2 import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from a2a.utils.errors import (
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from a2a.utils.task import apply_history_length, validate_history_length
+from asgiref.sync import sync_to_async
+
+from robotlab.streaming import TEXT_DELTA
+
+from .. import protocol_runs
+from ..conf import app_settings
+from ..registry import UnknownRobotError
+from ..run_control import NotAwaitingError, RunFinishedError
+from .wire import REPLY_ARTIFACT, STATES, TERMINAL, artifact_update, input_text, parse_task_id, status_update, task_of
+
+__all__ = ["AGENT", "USER", "RobotLabRequestHandler"]
+
+#: The call context's ``state`` key of the agent (robot or network name) the request addresses.
+AGENT = "robotlab.agent"
+#: The call context's ``state`` key of the Django user the request's token belongs to.
+USER = "robotlab.user"
+
+#: Tasks a ``ListTasks`` page holds when the request sets no page size, and at most.
+PAGE_SIZE, MAX_PAGE_SIZE = 50, 100
+
+
+def _caller(context: ServerCallContext) -> tuple[Any, str]:
+    return context.state[USER], str(context.state[AGENT])
+
+
+def _session_id(row: Any) -> str:
+    return str(app_settings.thread_model().objects.filter(pk=row.thread_id).values_list("session_id", flat=True)
+               .get())
+
+
+def _invalid(message: str) -> NoReturn:
+    raise InvalidParamsError(message=message)
+
+
+class RobotLabRequestHandler(RequestHandler):
+    """The SDK's request handler on the caller's runs of one agent.
+
+    It serves ``SendMessage`` (``message/send``), ``SendStreamingMessage`` (``message/stream``), ``GetTask``,
+    ``ListTasks``, ``CancelTask`` and ``SubscribeToTask``.
+
+    A message without a task id starts a run (on the thread its context id names, created if new; a new
+    thread without one); a message with the id of an ``input-required`` task answers that task's question and
+    the run goes on. Push notifications and the extended card are not offered.
+    """
+
+    async def _owned(self, task_id: str, context: ServerCallContext) -> Any:
+        """The caller's run of this agent with ``task_id``; ``TaskNotFoundError`` for any other id."""
+        user, agent = _caller(context)
+        stored = parse_task_id(task_id)
+        row = await sync_to_async(protocol_runs.find_run)(stored, user) if stored else None
+        if row is None or row.robot_name != agent or row.parent_id is not None:
+            raise TaskNotFoundError(message=f"No task {task_id}.")
+        return row
+
+    async def _start(self, params: SendMessageRequest, context: ServerCallContext) -> tuple[Any, str, int]:
+        """Start a run for the message, or answer the task it names.
+
+        Returns the row, its context id, and the last event stored before it went on.
+        """
+        user, agent = _caller(context)
+        message: Message = params.message
+        validate_history_length(params.configuration)
+        try:
+            text = input_text(message)
+        except ValueError as exc:
+            _invalid(str(exc))
+        if message.task_id:
+            row = await self._owned(message.task_id, context)
+            context_id = row.thread.session_id
+            if message.context_id and message.context_id != context_id:
+                _invalid(f"Context {message.context_id} is not the context {context_id} of task {message.task_id}.")
+            after = await protocol_runs.last_event_pk(row)
+            try:
+                row = await protocol_runs.aanswer(row, text, user)
+            except NotAwaitingError:
+                state = TaskState.Name(STATES.get(row.status, TaskState.TASK_STATE_WORKING))
+                _invalid(f"Task {message.task_id} is {state}, not input-required: only a question takes a follow-up "
+                         f"message. Send a new message on context {context_id} (no task id) to go on.")
+            return row, context_id, after
+        try:
+            row = await sync_to_async(protocol_runs.start_for_user)(user, agent, text, message.context_id or None)
+        except protocol_runs.SessionTakenError:
+            _invalid(f"No context {message.context_id}.")
+        except UnknownRobotError as exc:
+            raise TaskNotFoundError(message=str(exc)) from None
+        except ValueError as exc:
+            _invalid(str(exc))
+        return row, await sync_to_async(_session_id)(row), 0
+
+    @validate_request_params
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
+        """Start or answer a run; its task once it completes, fails, is cancelled or asks.
+
+        With ``return_immediately``, the task at once.
+        """
+        row, context_id, _ = await self._start(params, context)
+        if not params.configuration.return_immediately:
+            row = await protocol_runs.await_settled(row)
+        return apply_history_length(task_of(row, context_id), params.configuration)
+
+    @validate_request_params
+    async def on_message_send_stream(self, params: SendMessageRequest,
+                                     context: ServerCallContext) -> AsyncGenerator[Event, None]:
+        """Start or answer a run and stream it.
+
+        The task, ``working``, the reply's text deltas as chunks of the artifact ``reply`` (a network task's as
+        ``task-<name>``), then the final status (its message the question of an ``input-required`` task).
+        """
+        row, context_id, after = await self._start(params, context)
+        async for event in self._follow(row, context_id, after):
+            yield event
+
+    async def _follow(self, row: Any, context_id: str, after: int) -> AsyncGenerator[Event, None]:
+        yield task_of(row, context_id)
+        yield status_update(row, context_id, TaskState.TASK_STATE_WORKING)
+        streamed: set[str] = set()
+        async for event in protocol_runs.afollow_events(row, after=after):
+            if event["kind"] == TEXT_DELTA and event.get("text"):
+                artifact = f"task-{event['task']}" if event.get("task") else REPLY_ARTIFACT
+                yield artifact_update(row, context_id, artifact, str(event["text"]), append=artifact in streamed)
+                streamed.add(artifact)
+        row = await protocol_runs.await_settled(row)
+        if row.reply and REPLY_ARTIFACT not in streamed:  # a network's reply, streamed by its tasks
+            yield artifact_update(row, context_id, REPLY_ARTIFACT, row.reply, append=False, last_chunk=True)
+        yield status_update(row, context_id)
+
+    @validate_request_params
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        """The caller's task; ``TaskNotFoundError`` for another user's or agent's."""
+        validate_history_length(params)
+        row = await self._owned(params.id, context)
+        return apply_history_length(task_of(row, row.thread.session_id), params)
+
+    @validate_request_params
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        """Cancel a submitted, working or input-required task; ``TaskNotCancelableError`` for a finished one."""
+        user, _ = _caller(context)
+        row = await self._owned(params.id, context)
+        context_id = row.thread.session_id
+        try:
+            row = await protocol_runs.acancel(row, user)
+        except RunFinishedError as exc:
+            raise TaskNotCancelableError(message=str(exc)) from None
+        return task_of(row, context_id)
+
+    @validate_request_params
+    async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        """The caller's tasks of this agent, newest first, optionally of one context or state."""
+        validate_history_length(params)
+        user, agent = _caller(context)
+        size = min(params.page_size or PAGE_SIZE, MAX_PAGE_SIZE)
+        try:
+            start = int(params.page_token or 0)
+        except ValueError:
+            _invalid(f"Bad page token {params.page_token!r}.")
+        rows = (app_settings.result_model().objects.select_related("thread")
+                .filter(thread__user=user, robot_name=agent, parent_id__isnull=True).order_by("-created_at", "-pk"))
+        if params.context_id:
+            rows = rows.filter(thread__session_id=params.context_id)
+        if params.status:
+            rows = rows.filter(status__in=[status for status, state in STATES.items() if state == params.status])
+        total = await rows.acount()
+        page = [row async for row in rows[start:start + size]]
+        tasks = [apply_history_length(task_of(row, row.thread.session_id), params) for row in page]
+        following = str(start + size) if start + size < total else ""
+        return ListTasksResponse(tasks=tasks, next_page_token=following, page_size=size, total_size=total)
+
+    @validate_request_params
+    async def on_subscribe_to_task(self, params: SubscribeToTaskRequest,
+                                   context: ServerCallContext) -> AsyncGenerator[Event, None]:
+        """Stream an unfinished task from its first event, as ``message/stream`` does."""
+        row = await self._owned(params.id, context)
+        if STATES.get(row.status) in TERMINAL:
+            raise UnsupportedOperationError(message=f"Task {params.id} is finished; get it with GetTask.")
+        async for event in self._follow(row, row.thread.session_id, 0):
+            yield event
+
+    async def on_create_task_push_notification_config(self, params: TaskPushNotificationConfig,
+                                                      context: ServerCallContext) -> TaskPushNotificationConfig:
+        """Not offered: :class:`PushNotificationNotSupportedError`."""
+        raise PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(self, params: GetTaskPushNotificationConfigRequest,
+                                                   context: ServerCallContext) -> TaskPushNotificationConfig:
+        """Not offered: :class:`PushNotificationNotSupportedError`."""
+        raise PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+            self, params: ListTaskPushNotificationConfigsRequest,
+            context: ServerCallContext) -> ListTaskPushNotificationConfigsResponse:
+        """Not offered: :class:`PushNotificationNotSupportedError`."""
+        raise PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(self, params: DeleteTaskPushNotificationConfigRequest,
+                                                      context: ServerCallContext) -> None:
+        """Not offered: :class:`PushNotificationNotSupportedError`."""
+        raise PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(self, params: GetExtendedAgentCardRequest,
+                                         context: ServerCallContext) -> AgentCard:
+        """Not offered (the public card says all): :class:`UnsupportedOperationError`."""
+        raise UnsupportedOperationError(message="This agent has no extended card; its public card says all.")
