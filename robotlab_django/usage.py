@@ -167,23 +167,35 @@ def _dollars(value: float) -> str:
     return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
 
 
-def daily_usage(queryset: Any, *, days: int = 30, end: dt.date | None = None) -> UsageReport:
-    """Tokens and cost per day by robot and model for ``queryset`` (robot results) over ``days`` days.
-
-    Days are in the current time zone; ``end`` (today by default) is the last day shown.
-    """
-    days = max(1, int(days))
-    end = end or timezone.localdate()
-    start = end - dt.timedelta(days=days - 1)
+def _rows(queryset: Any, start: dt.date, end: dt.date) -> Any:
+    """Runs, tokens and cost per day, robot and model: summed from rollups, or aggregated from result rows."""
+    if queryset.model._meta.model_name == "usagerollup":  # a few rows per day (robotlab_django.rollups)
+        return (queryset.filter(day__gte=start, day__lte=end).values("day", "robot_name", "model")
+                .annotate(runs=Sum("runs"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
+                          cost=Sum("cost"))
+                .order_by("day", "robot_name", "model"))
     tz = timezone.get_current_timezone()
     since = dt.datetime.combine(start, dt.time.min, tzinfo=tz)
     until = dt.datetime.combine(end + dt.timedelta(days=1), dt.time.min, tzinfo=tz)
-    rows = (queryset.filter(created_at__gte=since, created_at__lt=until)
+    return (queryset.filter(created_at__gte=since, created_at__lt=until)
             .annotate(day=TruncDate("created_at", tzinfo=tz))
             .values("day", "robot_name", "model")
             .annotate(runs=Count("pk"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
                       cost=Sum("cost"))
             .order_by("day", "robot_name", "model"))
+
+
+def daily_usage(queryset: Any, *, days: int = 30, end: dt.date | None = None) -> UsageReport:
+    """Tokens and cost per day by robot and model for ``queryset`` over ``days`` days.
+
+    ``queryset`` holds usage rollups (:class:`~robotlab_django.models.UsageRollup`, what the admin
+    reads) or robot results (aggregated on the fly). Days are in the current time zone; ``end``
+    (today by default) is the last day shown.
+    """
+    days = max(1, int(days))
+    end = end or timezone.localdate()
+    start = end - dt.timedelta(days=days - 1)
+    rows = _rows(queryset, start, end)
     index: dict[tuple[str, str], int] = {}
     series: list[Series] = []
     tokens: dict[tuple[dt.date, int], float] = {}
