@@ -85,7 +85,10 @@ class _Deltas:
             change = {"runs": F("runs") + runs, "input_tokens": F("input_tokens") + tokens_in,
                       "output_tokens": F("output_tokens") + tokens_out, "cost": F("cost") + cost}
             key = {"day": day, "robot_name": robot, "model": llm, "user_id": user}
-            if not manager.filter(**key).update(**change):
+            if runs < 0:  # rows left this key: drop it once it counts none
+                manager.filter(**key).update(**change)
+                manager.filter(**key, runs=0).delete()
+            elif not manager.filter(**key).update(**change):
                 with transaction.atomic(using=using):  # a savepoint: a racing insert wins, then we update
                     row, created = manager.get_or_create(**key, defaults={
                         "runs": runs, "input_tokens": tokens_in, "output_tokens": tokens_out, "cost": cost})

@@ -27,7 +27,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("celery", {"tasks"}),
     ("dispatch", {"executor"}),
     ("services", {"jobs", "protocol_runs", "run_control", "services"}),
-    ("entry points", {"", "a2a", "acp", "admin", "admin_control", "admin_lists", "apps", "asgi", "consumers", "erasure_admin",
+    ("entry points", {"", "a2a", "acp", "admin", "admin_control", "admin_lists", "apps", "asgi", "consumers",
+                      "erasure_admin",
                       "management", "routing", "token_admin", "urls", "views"}),
 ]
 
