@@ -97,7 +97,6 @@ def test_update_rows_moves_a_row_between_keys_and_keeps_rows_it_does_not_match()
 
 def test_the_data_migration_fills_the_rollups_from_existing_rows() -> None:
     import importlib
-
     import types
 
     from django.apps import apps
