@@ -220,10 +220,11 @@ def save_row(row: Any, fields: dict[str, Any]) -> bool:
     """
     now = timezone.now()
     fields.update(finished_at=now, updated_at=now)
-    if not rollups.update_rows(type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED), **fields):
-        row.status = Status.CANCELLED
-        return False
-    app_settings.thread_model().objects.filter(pk=row.thread_id).update(updated_at=now)
+    with transaction.atomic(), rollups.batch():  # the rollups are locked last (see rollups.batch)
+        if not rollups.update_rows(type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED), **fields):
+            row.status = Status.CANCELLED
+            return False
+        app_settings.thread_model().objects.filter(pk=row.thread_id).update(updated_at=now)
     for name, value in fields.items():
         setattr(row, name, value)
     return True
@@ -250,7 +251,7 @@ def store_outcome(row: Any, outcome: Outcome) -> bool:
     locked by the first update, so a cancel either lands before it, and wins, or waits and finds the run
     finished).
     """
-    with transaction.atomic():
+    with transaction.atomic(), rollups.batch():
         if not type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED).update(
                 updated_at=timezone.now()):
             row.status = Status.CANCELLED

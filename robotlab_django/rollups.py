@@ -22,8 +22,10 @@ Two writes keep them in step, in the same transaction as the change:
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -35,7 +37,7 @@ from django.utils import timezone
 
 from .conf import app_settings
 
-__all__ = ["COUNTED", "count_new", "forget_user", "rebuild", "rollup_model", "update_rows"]
+__all__ = ["COUNTED", "batch", "count_new", "forget_user", "rebuild", "rollup_model", "update_rows"]
 
 #: The result columns a rollup depends on: a change to any of them moves the row's contribution.
 COUNTED = frozenset({"created_at", "robot_name", "model", "input_tokens", "output_tokens", "cost", "thread",
@@ -44,6 +46,35 @@ COUNTED = frozenset({"created_at", "robot_name", "model", "input_tokens", "outpu
 _READ = ("pk", "created_at", "robot_name", "model", "thread__user_id", "input_tokens", "output_tokens", "cost")
 
 Key = tuple[dt.date, str, str, str]
+
+
+_batches = threading.local()
+
+
+@contextmanager
+def batch() -> Iterator[None]:
+    """Defer the rollup writes of the block to its end, all keys in one sorted pass.
+
+    A transaction that writes other rows after a rollup change would otherwise lock a rollup row
+    before a thread or result row, while another transaction locks them the other way round (a
+    deadlock on PostgreSQL). Wrapped in ``batch()``, the rollup rows are always the last locked, in
+    key order. Nothing is written when the block raises.
+    """
+    stack = getattr(_batches, "stack", None)
+    if stack is None:
+        stack = _batches.stack = []
+    stack.append([])
+    try:
+        yield
+        items = stack[-1]
+    finally:
+        stack.pop()
+    merged = _Deltas()
+    for deltas, _using in items:
+        for key, values in deltas.rows.items():
+            merged.rows[key] = [a + b for a, b in zip(merged.rows[key], values, strict=True)]
+    if items:
+        merged.apply(items[0][1])
 
 
 def rollup_model(apps: Any = None) -> type[models.Model]:
@@ -77,6 +108,13 @@ class _Deltas:
         item[3] += sign * Decimal(values.get("cost") or 0)
 
     def apply(self, using: str | None = None) -> None:
+        pending = getattr(_batches, "stack", None)
+        if pending:  # inside batch(): applied once, at its end
+            pending[-1].append((self, using))
+            return
+        self.write(using)
+
+    def write(self, using: str | None) -> None:
         model = rollup_model()
         manager = model._default_manager.db_manager(using)
         for (day, robot, llm, user), (runs, tokens_in, tokens_out, cost) in sorted(self.rows.items()):

@@ -66,7 +66,7 @@ def park(row: Any, request: dict[str, Any], partial: dict[str, Any] | None = Non
     now = timezone.now()
     fields = {"status": Status.AWAITING, "question": dict(request), "parked_at": now, "updated_at": now,
               **(partial or {})}
-    with transaction.atomic():
+    with transaction.atomic(), rollups.batch():
         if not rollups.update_rows(type(row).objects.filter(pk=row.pk, status=Status.RUNNING), **fields):
             return False
         if row.parent_id is not None:  # the turn shows the question and waits
