@@ -180,3 +180,20 @@ def test_the_usage_page_lists_todays_spend_per_user_with_the_budget(admin_client
     assert "Spend per user today" in body
     assert "<tr><td>owner</td><td>1</td><td>120</td>" in body.replace("\n        ", "")
     assert "<td>5000</td>" in body and "echo · fake" in body
+
+
+def test_the_rebuild_command_recounts_and_names_a_bad_date() -> None:
+    import io
+
+    from django.core.management import CommandError, call_command
+
+    services.run_robot("t", "echo", "hi", llm=FakeLLM([text("hello", usage=(10, 1), cost=0.5)]))
+    kept = _snapshot()
+    UsageRollup.objects.all().delete()
+    out = io.StringIO()
+    call_command("robotlab_rollups", stdout=out)
+    assert out.getvalue() == "Rebuilt 1 usage rollup row(s) for every day.\n" and _snapshot() == kept
+    call_command("robotlab_rollups", "--since", dt.date.today().isoformat(), stdout=out)
+    assert _snapshot() == kept
+    with pytest.raises(CommandError, match="--since must be a date as YYYY-MM-DD, got 'yesterday'"):
+        call_command("robotlab_rollups", "--since", "yesterday")
