@@ -39,11 +39,13 @@ from django.utils.translation import gettext_lazy as _
 
 from . import services
 from .admin_control import cancel_runs, status_and_question
+from .admin_lists import CappedPaginator, list_totals, rollup_filter, today_spend
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
 from .erasure_admin import erase_owners
 from .models import RobotResult, RunStep, Thread
 from .registry import UnknownRobotError
+from .rollups import rollup_model
 from .templatetags.robotlab_format import format_cost
 from .transcript import export_threads, run_items, transcript_runs
 from .turn_graph import turn_graph
@@ -165,9 +167,10 @@ class ThreadAdmin(_URLs, admin.ModelAdmin):
 
     list_display = ("session_id", "robot_name", "user", "short_last_message", "run_count", "total_tokens",
                     "total_cost", "last_user_message_at", "updated_at")
-    list_filter = ("robot_name", "created_at", "updated_at")
+    list_filter = (rollup_filter("robot_name", _("robot")), "created_at", "updated_at")
     search_fields = ("session_id", "robot_name", "last_user_message", "initial_input")
-    date_hierarchy = "created_at"
+    paginator = CappedPaginator
+    show_full_result_count = False
     list_select_related = ("user",)
     ordering = ("-updated_at",)
     readonly_fields = ("session_id", "user", "robot_name", "initial_input", "input_metadata_display",
@@ -341,7 +344,9 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
     list_display = ("__str__", "thread_link", status_and_question, "llm_model", "tokens_display",
                     "cost_display", "duration_display", "created_display")
     actions = (cancel_runs,)
-    list_filter = ("robot_name", "status", "model", "created_at")
+    list_filter = (rollup_filter("robot_name", _("robot")), "status", rollup_filter("model", _("model")),
+                   "created_at")
+    paginator = CappedPaginator
     search_fields = ("thread__session_id", "input", "reply", "checksum", "run_id", "task_id")
     list_select_related = ("thread",)
     show_full_result_count = False
@@ -435,12 +440,11 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
         response = super().changelist_view(request, extra_context)
         context = getattr(response, "context_data", None)
         if context is not None and "cl" in context:
-            totals = context["cl"].queryset.aggregate(runs=Count("pk"), input_tokens=Sum("input_tokens"),
-                                                      output_tokens=Sum("output_tokens"), cost=Sum("cost"))
-            context["robotlab_totals"] = {
-                "runs": totals["runs"] or 0, "input_tokens": totals["input_tokens"] or 0,
-                "output_tokens": totals["output_tokens"] or 0, "cost": format_cost(totals["cost"]),
-            }
+            totals = list_totals(context["cl"])
+            if totals is not None:
+                totals["cost"] = format_cost(totals["cost"])
+            context["robotlab_totals"] = totals
+            context["robotlab_totals_capped"] = totals is None
             context["robotlab_usage_url"] = self._url("usage")
         return response
 
@@ -459,7 +463,7 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
         except (TypeError, ValueError):
             days = default
         days = days if 1 <= days <= 366 else default
-        queryset = self.get_queryset(request)
+        queryset = rollup_model()._default_manager.all()
         robot = request.GET.get("robot_name") or ""
         if robot:
             queryset = queryset.filter(robot_name=robot)
@@ -472,6 +476,7 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
             "day_choices": (7, 30, 90, 365),
             "robot_name": robot,
             "changelist_url": self._url("changelist"),
+            "today_spend": today_spend(),
         }
         return TemplateResponse(request, "robotlab/admin/usage.html", context)
 

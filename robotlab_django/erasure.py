@@ -21,6 +21,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models.signals import pre_delete
 
+from . import rollups
 from .conf import app_settings
 
 __all__ = ["ErasureReport", "connect_signals", "erase_user", "erasure_counts"]
@@ -80,6 +81,8 @@ def erasure_counts(user: Any) -> ErasureReport:
 def erase_user(user: Any, *, dry_run: bool = False, batch_size: int = BATCH_SIZE) -> ErasureReport:
     """Delete every thread ``user`` owns with its results, events and steps; the user row stays.
 
+    The usage rollups keep the user's runs, tokens and cost, folded into the anonymous ones.
+
     Args:
         user: The user (any object with ``pk``) whose content goes.
         dry_run: Count what would be deleted; delete nothing.
@@ -105,6 +108,7 @@ def erase_user(user: Any, *, dry_run: bool = False, batch_size: int = BATCH_SIZE
             for queryset in _querysets(batch)[::-1]:
                 for label, count in queryset.delete()[1].items():
                     deleted[label] = deleted.get(label, 0) + count
+    rollups.forget_user(user.pk)  # their usage stays in the totals, without their id
     labels = [model._meta.label for model in (thread_model, app_settings.result_model(),
                                               app_settings.event_model(), app_settings.step_model())]
     threads, results, events, steps = (deleted.get(label, 0) for label in labels)

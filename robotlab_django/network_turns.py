@@ -58,7 +58,7 @@ from robotlab.streaming import (
 from robotlab.task import FlowResult
 from robotlab.tools.parking import ParkingChannel, RunParked
 
-from . import checkpoints, claims, run_watch
+from . import checkpoints, claims, rollups, run_watch
 from .abstract_models import Status
 from .budgets import DatabaseLedger
 from .chat_history import load_history
@@ -149,7 +149,7 @@ def _commit(turn: Any, version: int, state: TurnState, started: list[str], netwo
     """
     model = type(turn)
     now = timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(), rollups.batch():
         fields: dict[str, Any] = {"turn_state": state.to_dict(), "turn_version": version + 1, "updated_at": now}
         if finish is None:
             fields["started_at"] = now  # the lease measures how long the turn has not moved

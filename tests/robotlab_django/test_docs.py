@@ -33,6 +33,7 @@ def test_every_command_is_documented() -> None:
             + (DOCS.parent / "guides" / "mcp.md").read_text() + (DOCS / "security.md").read_text()
             + (DOCS / "acp.md").read_text())
     assert commands == {"robotlab_install", "startrobot", "startrobotjob", "robotlab_prune",
-                        "robotlab_requeue_stuck", "robotlab_mcp", "robotlab_erase", "robotlab_token"}
+                        "robotlab_requeue_stuck", "robotlab_mcp", "robotlab_erase", "robotlab_token",
+                        "robotlab_rollups"}
     for command in commands:
         assert command in text

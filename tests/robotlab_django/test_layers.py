@@ -20,14 +20,15 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"conf", "encoders", "naming", "sync_bridge", "templatetags"}),
     ("models and registry", {"abstract_models", "models", "registry", "checks", "scaffolding"}),
     ("storage", {"access", "api_tokens", "broadcast", "budgets", "chat_history", "checkpoints", "erasure", "records",
-                 "retention", "revocation", "transcript", "turn_graph", "usage", "user_errors"}),
+                 "retention", "revocation", "rollups", "transcript", "turn_graph", "usage", "user_errors"}),
     ("event stream", {"event_stream", "networks", "run_watch"}),
     ("units of work", {"claims", "runnables", "network_turns"}),
     ("execution", {"runner"}),
     ("celery", {"tasks"}),
     ("dispatch", {"executor"}),
     ("services", {"jobs", "protocol_runs", "run_control", "services"}),
-    ("entry points", {"", "a2a", "acp", "admin", "admin_control", "apps", "asgi", "consumers", "erasure_admin",
+    ("entry points", {"", "a2a", "acp", "admin", "admin_control", "admin_lists", "apps", "asgi", "consumers",
+                      "erasure_admin",
                       "management", "routing", "token_admin", "urls", "views"}),
 ]
 

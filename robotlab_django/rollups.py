@@ -1,0 +1,275 @@
+"""Daily usage rollups: runs, tokens and cost per day, robot, model and user, kept as rows change.
+
+The admin's usage page, its list filters and totals, and the budget report read a
+:class:`~robotlab_django.models.UsageRollup` row per day, robot, model and thread owner instead of
+aggregating every result row (a busy site has millions). Every result row counts in the rollup of
+its key: the day it was created (in the default time zone), its robot, its model and its thread's
+owner, with one run and its tokens and cost, whatever its status. So the rollups always equal an
+aggregate over the result rows that exist or existed: deleting rows (retention, erasure) leaves the
+usage they had, which holds no content.
+
+Two writes keep them in step, in the same transaction as the change:
+
+- :func:`count_new` when a row is inserted (:func:`robotlab_django.records.append_result`);
+- :func:`update_rows` when rows' counted columns change (the outcome of a run: its model, tokens and
+  cost). It locks the rows, updates them, and moves each row's contribution from its old key and
+  figures to its new ones. An update that touches no counted column is a plain ``update()``.
+
+:func:`rebuild` recomputes them from the result rows (the data migration and
+``manage.py robotlab_rollups --rebuild`` use it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from decimal import Decimal
+from typing import Any
+
+from django.apps import apps as global_apps
+from django.db import models, transaction
+from django.db.models import Count, F, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from .conf import app_settings
+
+__all__ = ["COUNTED", "batch", "count_new", "forget_user", "rebuild", "rollup_model", "update_rows"]
+
+#: The result columns a rollup depends on: a change to any of them moves the row's contribution.
+COUNTED = frozenset({"created_at", "robot_name", "model", "input_tokens", "output_tokens", "cost", "thread",
+                     "thread_id"})
+
+_READ = ("pk", "created_at", "robot_name", "model", "thread__user_id", "input_tokens", "output_tokens", "cost")
+
+Key = tuple[dt.date, str, str, str]
+
+
+_batches = threading.local()
+
+
+@contextmanager
+def batch() -> Iterator[None]:
+    """Defer the rollup writes of the block to its end, all keys in one sorted pass.
+
+    A transaction that writes other rows after a rollup change would otherwise lock a rollup row
+    before a thread or result row, while another transaction locks them the other way round (a
+    deadlock on PostgreSQL). Wrapped in ``batch()``, the rollup rows are always the last locked, in
+    key order. Nothing is written when the block raises.
+    """
+    stack = getattr(_batches, "stack", None)
+    if stack is None:
+        stack = _batches.stack = []
+    stack.append([])
+    try:
+        yield
+        items = stack[-1]
+    finally:
+        stack.pop()
+    merged = _Deltas()
+    for deltas, _using in items:
+        for key, values in deltas.rows.items():
+            merged.rows[key] = [a + b for a, b in zip(merged.rows[key], values, strict=True)]
+    if items:
+        merged.apply(items[0][1])
+
+
+def rollup_model(apps: Any = None) -> type[models.Model]:
+    """The :class:`~robotlab_django.models.UsageRollup` model (of the migration state ``apps``, when given)."""
+    return (apps or global_apps).get_model("robotlab", "UsageRollup")
+
+
+def _day(created: dt.datetime | None) -> dt.date:
+    when = created or timezone.now()
+    return timezone.localtime(when, timezone.get_default_timezone()).date() if timezone.is_aware(when) \
+        else when.date()
+
+
+def _key(values: dict[str, Any]) -> Key:
+    user = values.get("thread__user_id")
+    return (_day(values.get("created_at")), str(values.get("robot_name") or ""), str(values.get("model") or ""),
+            "" if user is None else str(user))
+
+
+class _Deltas:
+    """Changes to apply per rollup key: runs, input tokens, output tokens, cost."""
+
+    def __init__(self) -> None:
+        self.rows: dict[Key, list[Any]] = defaultdict(lambda: [0, 0, 0, Decimal(0)])
+
+    def add(self, values: dict[str, Any], sign: int) -> None:
+        item = self.rows[_key(values)]
+        item[0] += sign
+        item[1] += sign * int(values.get("input_tokens") or 0)
+        item[2] += sign * int(values.get("output_tokens") or 0)
+        item[3] += sign * Decimal(values.get("cost") or 0)
+
+    def apply(self, using: str | None = None) -> None:
+        pending = getattr(_batches, "stack", None)
+        if pending:  # inside batch(): applied once, at its end
+            pending[-1].append((self, using))
+            return
+        self.write(using)
+
+    def write(self, using: str | None) -> None:
+        model = rollup_model()
+        manager = model._default_manager.db_manager(using)
+        for (day, robot, llm, user), (runs, tokens_in, tokens_out, cost) in sorted(self.rows.items()):
+            if not (runs or tokens_in or tokens_out or cost):
+                continue
+            change = {"runs": F("runs") + runs, "input_tokens": F("input_tokens") + tokens_in,
+                      "output_tokens": F("output_tokens") + tokens_out, "cost": F("cost") + cost}
+            key = {"day": day, "robot_name": robot, "model": llm, "user_id": user}
+            if runs < 0:  # rows left this key: drop it once it counts none
+                manager.filter(**key).update(**change)
+                manager.filter(**key, runs=0).delete()
+            elif not manager.filter(**key).update(**change):
+                with transaction.atomic(using=using):  # a savepoint: a racing insert wins, then we update
+                    row, created = manager.get_or_create(**key, defaults={
+                        "runs": runs, "input_tokens": tokens_in, "output_tokens": tokens_out, "cost": cost})
+                if not created:
+                    manager.filter(pk=row.pk).update(**change)
+
+
+_UNKNOWN = object()
+
+
+def _values_of(row: Any, thread_user: Any = _UNKNOWN) -> dict[str, Any]:
+    if thread_user is _UNKNOWN:
+        thread_user = (app_settings.thread_model()._default_manager.filter(pk=row.thread_id)
+                       .values_list("user_id", flat=True).first())
+    return {"created_at": row.created_at, "robot_name": row.robot_name, "model": row.model,
+            "thread__user_id": thread_user, "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
+            "cost": row.cost}
+
+
+def count_new(row: Any, *, user_id: Any = _UNKNOWN) -> None:
+    """Count the just-inserted result ``row`` in its rollup (call inside the insert's transaction).
+
+    Args:
+        row: The new result row.
+        user_id: Its thread owner's primary key (``None`` for no owner), when the caller has it (saves a query).
+    """
+    deltas = _Deltas()
+    deltas.add(_values_of(row, user_id), +1)
+    deltas.apply(row._state.db)
+
+
+def _computed(before: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any] | None:
+    """``before`` with ``fields`` applied, or ``None`` when a value is an expression the database computes."""
+    after = dict(before)
+    for name, value in fields.items():
+        if hasattr(value, "resolve_expression"):
+            return None
+        if name in ("thread", "thread_id"):
+            return None
+        if name in after:
+            after[name] = value
+    return after
+
+
+def update_rows(queryset: Any, **fields: Any) -> int:
+    """``queryset.update(**fields)``, moving the rollup contribution of every row it changes.
+
+    When ``fields`` holds a counted column (:data:`COUNTED`), the matching rows are locked
+    (``select_for_update``) and read, updated by primary key, and each row's old figures are taken
+    off its old rollup and its new ones added to its new rollup, in one transaction.
+
+    Args:
+        queryset: The result rows to update (any filter; it is evaluated once, under the lock).
+        **fields: The columns to set, as for ``QuerySet.update``.
+
+    Returns:
+        How many rows were updated.
+    """
+    if not COUNTED.intersection(fields):
+        return int(queryset.update(**fields))
+    using = queryset.db
+    with transaction.atomic(using=using):
+        before = list(queryset.select_for_update(of=("self",)).values(*_READ))
+        if not before:
+            return 0
+        pks = [item["pk"] for item in before]
+        model = queryset.model
+        count = int(model._default_manager.db_manager(using).filter(pk__in=pks).update(**fields))
+        afters = [_computed(item, fields) for item in before]
+        if any(after is None for after in afters):
+            fresh = {item["pk"]: item for item in
+                     model._default_manager.db_manager(using).filter(pk__in=pks).values(*_READ)}
+            afters = [fresh.get(item["pk"]) for item in before]
+        deltas = _Deltas()
+        for old, new in zip(before, afters, strict=True):
+            deltas.add(old, -1)
+            if new is not None:
+                deltas.add(new, +1)
+        deltas.apply(using)
+    return count
+
+
+def _aggregate(queryset: Any) -> Iterable[dict[str, Any]]:
+    tz = timezone.get_default_timezone()
+    return (queryset.annotate(day=TruncDate("created_at", tzinfo=tz))
+            .values("day", "robot_name", "model", "thread__user_id")
+            .annotate(n=Count("pk"), i=Sum("input_tokens"), o=Sum("output_tokens"), c=Sum("cost"))
+            .order_by())
+
+
+def rebuild(*, since: dt.date | None = None, apps: Any = None, using: str = "default") -> int:
+    """Recompute the rollups from the result rows (all days, or the days from ``since``).
+
+    Rollups of days that no longer have result rows are kept when ``since`` is given and deleted
+    otherwise (a full rebuild equals the rows that exist).
+
+    Args:
+        since: The first day to recompute; ``None`` recomputes everything.
+        apps: A migration's app registry (the data migration passes its own).
+        using: The database alias.
+
+    Returns:
+        How many rollup rows were written.
+    """
+    rollup = rollup_model(apps)
+    if apps is None:
+        results: Any = app_settings.result_model()
+    else:
+        results = apps.get_model("robotlab", "RobotResult")
+    rows = results._default_manager.db_manager(using).all()
+    manager = rollup._default_manager.db_manager(using)
+    with transaction.atomic(using=using):
+        if since is None:
+            manager.all().delete()
+        else:
+            tz = timezone.get_default_timezone()
+            rows = rows.filter(created_at__gte=dt.datetime.combine(since, dt.time.min, tzinfo=tz))
+            manager.filter(day__gte=since).delete()
+        batch = [rollup(day=item["day"], robot_name=item["robot_name"] or "", model=item["model"] or "",
+                        user_id="" if item["thread__user_id"] is None else str(item["thread__user_id"]),
+                        runs=item["n"], input_tokens=item["i"] or 0, output_tokens=item["o"] or 0,
+                        cost=item["c"] or Decimal(0))
+                 for item in _aggregate(rows)]
+        manager.bulk_create(batch, batch_size=1000)
+    return len(batch)
+
+
+def forget_user(user_id: Any, *, using: str = "default") -> int:
+    """Fold a user's rollups into the anonymous ones (their usage stays, their id goes): for erasure.
+
+    Returns:
+        How many of the user's rollup rows were folded.
+    """
+    manager = rollup_model()._default_manager.db_manager(using)
+    with transaction.atomic(using=using):
+        rows = list(manager.select_for_update().filter(user_id=str(user_id)))
+        deltas = _Deltas()
+        for row in rows:
+            item = deltas.rows[(row.day, row.robot_name, row.model, "")]
+            item[0] += row.runs
+            item[1] += row.input_tokens
+            item[2] += row.output_tokens
+            item[3] += row.cost
+        manager.filter(pk__in=[row.pk for row in rows]).delete()
+        deltas.apply(using)
+    return len(rows)
