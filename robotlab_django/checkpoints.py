@@ -40,6 +40,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 from robotlab.hooks import Hook, ToolCallHookContext
 from robotlab.llm import LLM, AutoLLM, LLMClient, LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
+from . import swappable
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
 
@@ -149,7 +150,7 @@ class StepLog:
         await asyncio.to_thread(self._store, idx, kind, fingerprint, output)
 
     def _store(self, idx: int, kind: str, fingerprint: str, output: dict[str, Any]) -> None:
-        model: Any = app_settings.step_model()
+        model: Any = swappable.step_model()
         using = router.db_for_write(model)
         try:
             for attempt in range(1, STORE_ATTEMPTS + 1):
@@ -225,7 +226,7 @@ class ToolCheckpoint(Hook):
 def _enabled(result_model: Any) -> bool:
     if not app_settings.CHECKPOINT_STEPS:
         return False
-    model: Any = app_settings.step_model()
+    model: Any = swappable.step_model()
     if model._meta.get_field("result").related_model is not result_model:
         logger.warning("robotlab: ROBOTLAB['STEP_MODEL'] (%s) does not point at RESULT_MODEL (%s); runs are not "
                        "checkpointed", app_settings.STEP_MODEL, app_settings.RESULT_MODEL)
@@ -256,7 +257,7 @@ def attach(robot: Any, row: Any, *, block: int = 0) -> StepLog | None:
     if robot.model is None and isinstance(robot.llm, LLMClient | AutoLLM):
         return None  # the robot raises its "no model" ConfigurationError; leave that to it
     base = block * BLOCK
-    steps = (app_settings.step_model().objects.filter(result_id=row.pk, idx__gte=base, idx__lt=base + BLOCK)
+    steps = (swappable.step_model().objects.filter(result_id=row.pk, idx__gte=base, idx__lt=base + BLOCK)
              .values_list("idx", "kind", "fingerprint", "output"))
     log = StepLog(row.pk, {idx: (kind, fingerprint, output) for idx, kind, fingerprint, output in steps}, base)
     robot.llm = CheckpointLLM(robot.llm, log)

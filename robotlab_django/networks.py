@@ -50,8 +50,8 @@ from robotlab.streaming import (
 )
 from robotlab.task import FlowResult
 
+from . import swappable
 from .abstract_models import Status
-from .conf import app_settings
 from .records import Outcome, current_worker, outcome_fields, reply_text
 
 __all__ = ["NetworkTurn", "step_rows"]
@@ -63,7 +63,7 @@ _ROBOT_LIFECYCLE = (RUN_STARTED, RUN_COMPLETED, RUN_FAILED)
 
 def step_rows(row: Any) -> Any:
     """The rows of the robots that ran in the network run ``row``, in the order they finished."""
-    return (app_settings.result_model().objects
+    return (swappable.result_model().objects
             .filter(thread_id=row.thread_id, delegated_by=row.robot_name, run_id__startswith=f"{row.run_id}.")
             .order_by("sequence_number"))
 

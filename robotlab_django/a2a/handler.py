@@ -45,8 +45,7 @@ from asgiref.sync import sync_to_async
 
 from robotlab.streaming import TEXT_DELTA
 
-from .. import protocol_runs
-from ..conf import app_settings
+from .. import protocol_runs, swappable
 from ..registry import UnknownRobotError
 from ..run_control import NotAwaitingError, RunFinishedError
 from .wire import (
@@ -76,7 +75,7 @@ def _caller(context: ServerCallContext) -> tuple[Any, str]:
 
 
 def _session_id(row: Any) -> str:
-    return str(app_settings.thread_model().objects.filter(pk=row.thread_id).values_list("session_id", flat=True)
+    return str(swappable.thread_model().objects.filter(pk=row.thread_id).values_list("session_id", flat=True)
                .get())
 
 
@@ -208,7 +207,7 @@ class RobotLabRequestHandler(RequestHandler):
             start = int(params.page_token or 0)
         except ValueError:
             _invalid(f"Bad page token {params.page_token!r}.")
-        rows = (app_settings.result_model().objects.select_related("thread")
+        rows = (swappable.result_model().objects.select_related("thread")
                 .filter(thread__user=user, robot_name=agent, parent_id__isnull=True).order_by("-created_at", "-pk"))
         if params.context_id:
             rows = rows.filter(thread__session_id=params.context_id)
