@@ -28,7 +28,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from . import swappable
@@ -122,8 +122,14 @@ def release_stuck(*, lease: float | None = None, dry_run: bool = False) -> tuple
     """
     model = swappable.result_model()
     cutoff = timezone.now() - timedelta(seconds=float(app_settings.RUN_LEASE if lease is None else lease))
-    stuck = model.objects.filter(Q(status=Status.RUNNING, started_at__lt=cutoff)
-                                 | Q(status__in=WAITING, updated_at__lt=cutoff)).order_by("pk")
+    # a network turn's row waits on its task rows: while one of them is alive (running within the lease, queued
+    # recently, or waiting for an answer), the turn is not stuck, however long ago it last moved
+    live_tasks = model.objects.filter(parent_id=OuterRef("pk")).filter(
+        Q(status=Status.RUNNING, started_at__gte=cutoff) | Q(status__in=WAITING, updated_at__gte=cutoff)
+        | Q(status=Status.AWAITING))
+    stuck = (model.objects.filter(Q(status=Status.RUNNING, started_at__lt=cutoff)
+                                  | Q(status__in=WAITING, updated_at__lt=cutoff))
+             .exclude(Exists(live_tasks)).order_by("pk"))
     released: list[Any] = []
     failed: list[Any] = []
     with transaction.atomic():
