@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
-from . import robot_config
+from . import _run, robot_config
 from .conversation import Conversation
 from .hooks import HookRegistry
 from .mailbox import Mailbox
@@ -259,7 +259,6 @@ class Robot(Runnable["RobotResult"]):
             self._render(template_context)
         elif self.persona.needs_render:
             self._render({})
-        from . import _run  # the run machinery loads with the first run, not with the robot
         run_memory = _run.run_memory(self, network=network, network_memory=network_memory, memory=memory)
         previous_writer, previous_memory = run_memory.current_writer, self._run_memory
         run_memory.current_writer, self._run_memory = self.name, run_memory
@@ -281,7 +280,6 @@ class Robot(Runnable["RobotResult"]):
         .continue_(robot_result)``; an exception becomes the reply ``"Error: <ClassName>: <message>"``.
         Override it to route: ``return (await super().call(result)).activate("billing")``.
         """
-        from . import _run  # the run machinery loads with the first run, not with the robot
         return await _run.step(self, result)
 
     # -- hooks, learnings, delegation ------------------------------------------------------
@@ -310,12 +308,10 @@ class Robot(Runnable["RobotResult"]):
     def delegate(self, *, to: Any, task: Any, async_: bool = False,
                  **run_kwargs: Any) -> RobotResult | DelegationFuture:
         """Have robot ``to`` run ``task`` for this one (``async_=True``: a :class:`~robotlab.DelegationFuture`)."""
-        from . import _run  # the run machinery loads with the first run, not with the robot
         return _run.delegate(self.name, to=to, task=task, async_=async_, **run_kwargs)
 
     async def adelegate(self, *, to: Any, task: Any, **run_kwargs: Any) -> RobotResult:
         """:meth:`delegate`, awaited: the delegatee's result with ``duration`` and ``delegated_by`` set."""
-        from . import _run  # the run machinery loads with the first run, not with the robot
         return await _run.adelegate(self.name, to=to, task=task, **run_kwargs)
 
     # -- the message bus (see :class:`~robotlab.mailbox.Mailbox`) --------------------------
