@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import models
@@ -58,7 +58,7 @@ class Status(models.TextChoices):
     CANCELLED = "cancelled", _("cancelled")
 
 
-class ThreadQuerySet(models.QuerySet):
+class ThreadQuerySet(models.QuerySet[Any]):
     """Queries over threads."""
 
     def for_user(self, user: Any) -> ThreadQuerySet:
@@ -72,7 +72,13 @@ class ThreadQuerySet(models.QuerySet):
         return self.filter(updated_at__lt=cutoff)
 
 
-class CostField(models.DecimalField):
+if TYPE_CHECKING:  # django-stubs' generic fields (not subscriptable at run time)
+    _DecimalField = models.DecimalField[Decimal, Decimal]
+else:
+    _DecimalField = models.DecimalField
+
+
+class CostField(_DecimalField):
     """A ``DecimalField`` whose values read without trailing zeros: ``Decimal('0')``, not ``Decimal('0E-8')``.
 
     The column keeps 8 decimal places; only the Python value is normalized, so ``print(result.cost)`` shows
@@ -83,8 +89,8 @@ class CostField(models.DecimalField):
         """The stored value without its trailing zeros (an integral value without an exponent)."""
         if value is None:
             return None
-        value = Decimal(value)
-        return value.quantize(Decimal(1)) if value == value.to_integral_value() else value.normalize()
+        number = Decimal(value)
+        return number.quantize(Decimal(1)) if number == number.to_integral_value() else number.normalize()
 
     def deconstruct(self) -> Any:
         """Deconstruct as ``django.db.models.DecimalField``: no migration for the normalization."""
@@ -125,14 +131,18 @@ class AbstractThread(models.Model):
 
     def last_result(self) -> Any:
         """The result with the highest sequence number, or ``None``."""
-        return self.results.order_by("-sequence_number").first()
+        return self._results().order_by("-sequence_number").first()
 
     def message_count(self) -> int:
         """How many results the thread has (Rails ``message_count``)."""
-        return int(self.results.count())
+        return int(self._results().count())
+
+    def _results(self) -> Any:
+        """The thread's results (the reverse of the ``thread`` foreign key that the concrete result model adds)."""
+        return getattr(self, "results")  # noqa: B009 - not declared on the abstract base
 
 
-class RobotResultQuerySet(models.QuerySet):
+class RobotResultQuerySet(models.QuerySet[Any]):
     """Queries over robot results."""
 
     def completed(self) -> RobotResultQuerySet:

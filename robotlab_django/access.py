@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from .conf import app_settings
+from . import swappable
 from .registry import registry
 
 __all__ = ["SESSION_KEY", "default_robot", "login_required", "may_view_others", "visible_thread"]
@@ -44,7 +44,7 @@ def may_view_others(user: Any) -> bool:
     """
     if not getattr(user, "is_authenticated", False) or not user.is_active or not user.is_staff:
         return False
-    opts = app_settings.thread_model()._meta
+    opts = swappable.thread_model()._meta
     return bool(user.has_perm(f"{opts.app_label}.view_{opts.model_name}"))
 
 
@@ -55,7 +55,7 @@ def visible_thread(thread_id: int, user: Any, session: Any = None) -> tuple[Any,
     anonymous visitor sees an ownerless thread its session created when the chat needs no login
     (``settings.ROBOTLAB_CHAT_LOGIN_REQUIRED = False``).
     """
-    thread = app_settings.thread_model().objects.filter(pk=thread_id).first()
+    thread = swappable.thread_model().objects.filter(pk=thread_id).first()
     if thread is None:
         return None, False
     if getattr(user, "is_authenticated", False):

@@ -87,7 +87,7 @@ class _URLs:
         return reverse(f"admin:{_route(self.opts, suffix)}", args=args or None, current_app=self.admin_site.name)
 
 
-class LatestResultsFormSet(BaseInlineFormSet):
+class LatestResultsFormSet(BaseInlineFormSet):  # type: ignore[type-arg]
     """The inline formset limited to the newest :data:`INLINE_RESULTS` results."""
 
     def get_queryset(self) -> Any:
@@ -97,7 +97,7 @@ class LatestResultsFormSet(BaseInlineFormSet):
         return self._latest
 
 
-class RobotResultInline(admin.TabularInline):
+class RobotResultInline(admin.TabularInline):  # type: ignore[type-arg]
     """A thread's newest results, read-only, linking to each result."""
 
     model = RobotResult
@@ -134,7 +134,7 @@ class RobotResultInline(admin.TabularInline):
         return format_cost(obj.cost)
 
 
-class RunStepInline(admin.TabularInline):
+class RunStepInline(admin.TabularInline):  # type: ignore[type-arg]
     """A result's checkpointed steps (LLM calls and tool calls), read-only, in order."""
 
     model = RunStep
@@ -162,7 +162,7 @@ class RunStepInline(admin.TabularInline):
         return _short(" ".join(filter(None, [output.get("content"), calls])), 120)
 
 
-class ThreadAdmin(_URLs, admin.ModelAdmin):
+class ThreadAdmin(_URLs, admin.ModelAdmin):  # type: ignore[type-arg]
     """Threads: usage per thread, the latest results, the transcript, re-run and export."""
 
     list_display = ("session_id", "robot_name", "user", "short_last_message", "run_count", "total_tokens",
@@ -198,7 +198,7 @@ class ThreadAdmin(_URLs, admin.ModelAdmin):
         """The search fields plus the owner's username field."""
         return (*self.search_fields, f"user__{get_user_model().USERNAME_FIELD}")
 
-    def _result_model(self) -> type[models.Model]:
+    def _result_model(self) -> Any:
         return self.model._meta.get_field("results").related_model
 
     def get_queryset(self, request: HttpRequest) -> Any:
@@ -338,7 +338,7 @@ def _result_change_url_name(model: type[models.Model]) -> str:
     return f"admin:{model._meta.app_label}_{model._meta.model_name}_change"
 
 
-class RobotResultAdmin(_URLs, admin.ModelAdmin):
+class RobotResultAdmin(_URLs, admin.ModelAdmin):  # type: ignore[type-arg]
     """Robot results, read-only: filters, search, tokens and cost with totals, and a usage page."""
 
     list_display = ("__str__", "thread_link", status_and_question, "llm_model", "tokens_display",
@@ -395,7 +395,7 @@ class RobotResultAdmin(_URLs, admin.ModelAdmin):
     @admin.display(description=_("model"), ordering="model")
     def llm_model(self, obj: Any) -> str:
         """The model that answered."""
-        return obj.model
+        return str(obj.model)
 
     @admin.display(description=_("cost"), ordering="cost")
     def cost_display(self, obj: Any) -> str:

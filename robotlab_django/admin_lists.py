@@ -25,6 +25,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Sum
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from .conf import app_settings
@@ -39,14 +40,15 @@ COUNT_CAP = 10_000
 ROLLUP_PARAMETERS = frozenset({"robot_name", "model"})
 
 
-class CappedPaginator(Paginator):
+class CappedPaginator(Paginator):  # type: ignore[type-arg]
     """A paginator that counts at most :data:`COUNT_CAP` rows (:attr:`capped` says it stopped there)."""
 
     @cached_property
     def count(self) -> int:
         """The number of rows, up to ``COUNT_CAP + 1``."""
         cap = COUNT_CAP
-        return int(self.object_list.order_by()[:cap + 1].count())
+        rows: Any = self.object_list  # a queryset: the admin pages querysets
+        return int(rows.order_by()[:cap + 1].count())
 
     @property
     def capped(self) -> bool:
@@ -59,7 +61,7 @@ class CappedPaginator(Paginator):
         return f"{COUNT_CAP:,}"
 
 
-def rollup_filter(field: str, title: str) -> type[admin.SimpleListFilter]:
+def rollup_filter(field: str, title: str | Promise) -> type[admin.SimpleListFilter]:
     """A list filter on ``field`` (``robot_name`` or ``model``) whose choices are read from the rollups.
 
     Args:

@@ -61,7 +61,7 @@ def message(thread_id: Any, result_id: Any, prev: int, payload: list[dict[str, A
 
 def last_cursor(payload: list[dict[str, Any]], prev: int) -> int:
     """The cursor a consumer has reached after ``payload`` (``prev`` when nothing in it was stored)."""
-    return max([prev, *(event["cursor"] for event in payload if isinstance(event.get("cursor"), int))])
+    return max([prev, *(int(event["cursor"]) for event in payload if isinstance(event.get("cursor"), int))])
 
 
 _consumer_loop: asyncio.AbstractEventLoop | None = None

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import swappable
 from .abstract_models import Status
-from .conf import app_settings
 
 __all__ = ["load_history"]
 
@@ -30,7 +30,7 @@ def load_history(thread: Any, *, before: int | None = None, robot_name: str | No
         OpenAI-format message dicts, without system prompts, ready for ``Robot.replace_messages``.
     """
     pk = getattr(thread, "pk", thread)
-    rows = app_settings.result_model().objects.filter(thread_id=pk, status=Status.COMPLETED, delegated_by="")
+    rows = swappable.result_model().objects.filter(thread_id=pk, status=Status.COMPLETED, delegated_by="")
     if before is not None:
         rows = rows.filter(sequence_number__lt=before)
     if robot_name is not None:

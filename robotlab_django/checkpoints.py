@@ -40,16 +40,20 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 from robotlab.hooks import Hook, ToolCallHookContext
 from robotlab.llm import LLM, AutoLLM, LLMClient, LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
+from . import swappable
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
 
-__all__ = ["LLM_STEP", "STORE_ATTEMPTS", "TOOL_STEP", "CheckpointLLM", "StepLog", "ToolCheckpoint", "attach",
+__all__ = ["BLOCK", "LLM_STEP", "STORE_ATTEMPTS", "TOOL_STEP", "CheckpointLLM", "StepLog", "ToolCheckpoint", "attach",
            "llm_fingerprint", "tool_fingerprint"]
 
 logger = logging.getLogger("robotlab_django")
 
 #: The ``kind`` of a step that is an LLM call, and of one that is a tool call.
 LLM_STEP, TOOL_STEP = "llm", "tool"
+#: Step indexes per robot on one row: a network turn run in one process numbers the steps of its n-th task's
+#: robot from ``n * BLOCK``.
+BLOCK = 100_000
 #: Times storing a step is tried when the database is busy or the connection dropped.
 STORE_ATTEMPTS = 3
 _BACKOFF = 0.05
@@ -113,14 +117,17 @@ class StepLog:
     Args:
         result_id: The run's result primary key.
         stored: The stored steps by index: ``{idx: (kind, fingerprint, output)}``.
+        base: The first index of this log's steps: 0 for a robot's run; a network turn run in one process
+            gives each task's robot its own block of :data:`BLOCK` indexes on the turn's row.
     """
 
-    def __init__(self, result_id: Any, stored: Mapping[int, tuple[str, str, Any]]) -> None:
+    def __init__(self, result_id: Any, stored: Mapping[int, tuple[str, str, Any]], base: int = 0) -> None:
         self.result_id = result_id
         self.stored = dict(stored)
         self.replayed = 0
         self.recorded = 0
-        self._next = 0
+        self.base = base
+        self._next = base
         self._diverged_at: int | None = None
 
     def replay(self, kind: str, fingerprint: str) -> tuple[int, Any]:
@@ -143,14 +150,15 @@ class StepLog:
         await asyncio.to_thread(self._store, idx, kind, fingerprint, output)
 
     def _store(self, idx: int, kind: str, fingerprint: str, output: dict[str, Any]) -> None:
-        model: Any = app_settings.step_model()
+        model: Any = swappable.step_model()
         using = router.db_for_write(model)
         try:
             for attempt in range(1, STORE_ATTEMPTS + 1):
                 try:
                     with transaction.atomic(using=using):
                         if idx == self._diverged_at:  # the stale steps of the earlier attempt go
-                            model.objects.using(using).filter(result_id=self.result_id, idx__gte=idx).delete()
+                            model.objects.using(using).filter(result_id=self.result_id, idx__gte=idx,
+                                                              idx__lt=self.base + BLOCK).delete()
                         model.objects.using(using).create(result_id=self.result_id, idx=idx, kind=kind,
                                                           fingerprint=fingerprint, output=output)
                     self.recorded += 1
@@ -218,7 +226,7 @@ class ToolCheckpoint(Hook):
 def _enabled(result_model: Any) -> bool:
     if not app_settings.CHECKPOINT_STEPS:
         return False
-    model: Any = app_settings.step_model()
+    model: Any = swappable.step_model()
     if model._meta.get_field("result").related_model is not result_model:
         logger.warning("robotlab: ROBOTLAB['STEP_MODEL'] (%s) does not point at RESULT_MODEL (%s); runs are not "
                        "checkpointed", app_settings.STEP_MODEL, app_settings.RESULT_MODEL)
@@ -229,8 +237,14 @@ def _enabled(result_model: Any) -> bool:
     return not connection.in_atomic_block
 
 
-def attach(robot: Any, row: Any) -> StepLog | None:
+def attach(robot: Any, row: Any, *, block: int = 0) -> StepLog | None:
     """Checkpoint ``robot``'s run of ``row``: wrap its LLM, hook its tool calls, load the stored steps.
+
+    Args:
+        robot: The robot about to run.
+        row: Its run's result row.
+        block: Which block of :data:`BLOCK` step indexes the robot's steps take: 0 for a robot's own run,
+            the task's position (from 1) for each robot of a network turn run in one process.
 
     Returns:
         The run's :class:`StepLog`, or ``None`` when the run is not checkpointed
@@ -242,9 +256,10 @@ def attach(robot: Any, row: Any) -> StepLog | None:
         return None
     if robot.model is None and isinstance(robot.llm, LLMClient | AutoLLM):
         return None  # the robot raises its "no model" ConfigurationError; leave that to it
-    steps = app_settings.step_model().objects.filter(result_id=row.pk).values_list("idx", "kind", "fingerprint",
-                                                                                    "output")
-    log = StepLog(row.pk, {idx: (kind, fingerprint, output) for idx, kind, fingerprint, output in steps})
+    base = block * BLOCK
+    steps = (swappable.step_model().objects.filter(result_id=row.pk, idx__gte=base, idx__lt=base + BLOCK)
+             .values_list("idx", "kind", "fingerprint", "output"))
+    log = StepLog(row.pk, {idx: (kind, fingerprint, output) for idx, kind, fingerprint, output in steps}, base)
     robot.llm = CheckpointLLM(robot.llm, log)
     robot.on(ToolCheckpoint, context={"log": log})
     return log

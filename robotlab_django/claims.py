@@ -28,9 +28,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
+from . import swappable
 from .abstract_models import Status
 from .conf import app_settings
 from .event_stream import publish_failure
@@ -61,7 +62,7 @@ def fail_exhausted(row: Any) -> bool:
     if row.attempts < limit:
         return False
     now = timezone.now()
-    fields = {"status": Status.FAILED, "error_type": "AttemptsExhausted", "finished_at": now,
+    fields: dict[str, Any] = {"status": Status.FAILED, "error_type": "AttemptsExhausted", "finished_at": now,
               "updated_at": now,
               "error": f"Gave up after {row.attempts} attempts (ROBOTLAB['TASK_MAX_ATTEMPTS'] is {limit}); "
                        "its worker was lost each time."}
@@ -100,7 +101,7 @@ def admit(result_id: Any, *, retried: bool = False, redelivered: bool = False) -
         ``(row, skipped)``: ``row`` is ``None`` when it is gone; ``skipped`` is true when it is gone,
         already claimed or finished (a duplicate delivery), or out of attempts (now failed).
     """
-    row = app_settings.result_model().objects.filter(pk=result_id).first()
+    row = swappable.result_model().objects.filter(pk=result_id).first()
     if row is None:
         logger.warning("robotlab: run %s is gone; dropping its task", result_id)
         return None, True
@@ -119,10 +120,16 @@ def release_stuck(*, lease: float | None = None, dry_run: bool = False) -> tuple
     Returns:
         The primary keys released (to dispatch again) and the primary keys failed.
     """
-    model = app_settings.result_model()
+    model = swappable.result_model()
     cutoff = timezone.now() - timedelta(seconds=float(app_settings.RUN_LEASE if lease is None else lease))
-    stuck = model.objects.filter(Q(status=Status.RUNNING, started_at__lt=cutoff)
-                                 | Q(status__in=WAITING, updated_at__lt=cutoff)).order_by("pk")
+    # a network turn's row waits on its task rows: while one of them is alive (running within the lease, queued
+    # recently, or waiting for an answer), the turn is not stuck, however long ago it last moved
+    live_tasks = model.objects.filter(parent_id=OuterRef("pk")).filter(
+        Q(status=Status.RUNNING, started_at__gte=cutoff) | Q(status__in=WAITING, updated_at__gte=cutoff)
+        | Q(status=Status.AWAITING))
+    stuck = (model.objects.filter(Q(status=Status.RUNNING, started_at__lt=cutoff)
+                                  | Q(status__in=WAITING, updated_at__lt=cutoff))
+             .exclude(Exists(live_tasks)).order_by("pk"))
     released: list[Any] = []
     failed: list[Any] = []
     with transaction.atomic():

@@ -237,7 +237,8 @@ class AppSettings:
         value = self.LLM
         if value is None:
             return None
-        return import_string(value) if isinstance(value, str) else value
+        found: Callable[[], Any] = import_string(value) if isinstance(value, str) else value
+        return found
 
     def llm_client_options(self) -> dict[str, Any]:
         """Keyword arguments for :class:`robotlab.llm.AutoLLM` from the connection keys that are set."""

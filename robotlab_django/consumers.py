@@ -52,9 +52,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.db.models import Max
 
+from . import swappable
 from .access import default_robot, visible_thread
 from .broadcast import MESSAGE_TYPE, register_consumer_loop, thread_group
-from .conf import app_settings
 from .revocation import still_allowed, user_group
 from .user_errors import public_events
 
@@ -72,17 +72,17 @@ MAX_CURSOR = 2**63 - 1
 
 def _stored_after(thread_id: int, after: int, limit: int) -> list[tuple[Any, dict[str, Any]]]:
     """The thread's stored events after cursor ``after``: ``(their run's RobotResult pk, event)``."""
-    rows = app_settings.event_model().objects.filter(thread_id=thread_id, pk__gt=after).order_by("pk")[:limit]
+    rows = swappable.event_model().objects.filter(thread_id=thread_id, pk__gt=after).order_by("pk")[:limit]
     return [(row.result_id, {**row.to_dict(), "cursor": row.pk}) for row in rows]
 
 
 def _newest(thread_id: int) -> int:
-    model = app_settings.event_model()
+    model = swappable.event_model()
     return int(model.objects.filter(thread_id=thread_id).aggregate(top=Max("pk"))["top"] or 0)
 
 
 def _stored_between(thread_id: int, result_id: Any, after: int, through: int) -> list[dict[str, Any]]:
-    rows = app_settings.event_model().objects.filter(
+    rows = swappable.event_model().objects.filter(
         thread_id=thread_id, result_id=result_id, pk__gt=after, pk__lte=through).order_by("pk")
     return [{**row.to_dict(), "cursor": row.pk} for row in rows]
 
@@ -139,7 +139,7 @@ def _control_run(thread_id: int, user: Any, session: Any, content: dict[str, Any
             "status": str(row.status)}
 
 
-class ThreadConsumer(AsyncJsonWebsocketConsumer):
+class ThreadConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]  # channels ships no types
     """Streams a thread's run events to its owner (or staff who may view it), with replay.
 
     The owner can send messages.

@@ -21,7 +21,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models.signals import pre_delete
 
-from . import rollups
+from . import rollups, swappable
 from .conf import app_settings
 
 __all__ = ["ErasureReport", "connect_signals", "erase_user", "erasure_counts"]
@@ -55,16 +55,16 @@ class ErasureReport:
 
 def _querysets(thread_ids: Any) -> tuple[Any, Any, Any, Any]:
     """(threads, results, events, steps) under the threads ``thread_ids`` (a list or a subquery)."""
-    threads = app_settings.thread_model().objects.filter(pk__in=thread_ids)
-    results = app_settings.result_model().objects.filter(thread_id__in=thread_ids)
-    events = app_settings.event_model().objects.filter(thread_id__in=thread_ids)
-    steps = app_settings.step_model().objects.filter(result__thread_id__in=thread_ids)
+    threads = swappable.thread_model().objects.filter(pk__in=thread_ids)
+    results = swappable.result_model().objects.filter(thread_id__in=thread_ids)
+    events = swappable.event_model().objects.filter(thread_id__in=thread_ids)
+    steps = swappable.step_model().objects.filter(result__thread_id__in=thread_ids)
     return threads, results, events, steps
 
 
 def _owned(user: Any) -> Any:
     """The primary keys of the threads ``user`` owns, as a subquery."""
-    return app_settings.thread_model().objects.filter(user_id=user.pk).values("pk")
+    return swappable.thread_model().objects.filter(user_id=user.pk).values("pk")
 
 
 def _name(user: Any) -> str:
@@ -97,7 +97,7 @@ def erase_user(user: Any, *, dry_run: bool = False, batch_size: int = BATCH_SIZE
     if dry_run:
         return counted
     deleted: dict[str, int] = {}
-    thread_model = app_settings.thread_model()
+    thread_model = swappable.thread_model()
     while True:
         batch = list(thread_model.objects.filter(user_id=user.pk).order_by("pk").values_list("pk", flat=True)
                      [:batch_size])
@@ -109,8 +109,8 @@ def erase_user(user: Any, *, dry_run: bool = False, batch_size: int = BATCH_SIZE
                 for label, count in queryset.delete()[1].items():
                     deleted[label] = deleted.get(label, 0) + count
     rollups.forget_user(user.pk)  # their usage stays in the totals, without their id
-    labels = [model._meta.label for model in (thread_model, app_settings.result_model(),
-                                              app_settings.event_model(), app_settings.step_model())]
+    labels = [model._meta.label for model in (thread_model, swappable.result_model(),
+                                              swappable.event_model(), swappable.step_model())]
     threads, results, events, steps = (deleted.get(label, 0) for label in labels)
     return ErasureReport(user=counted.user, threads=threads, results=results, events=events, steps=steps)
 

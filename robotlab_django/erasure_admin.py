@@ -17,18 +17,18 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.translation import gettext_lazy as _
 
-from .conf import app_settings
+from . import swappable
 from .erasure import erase_user, erasure_counts
 
 __all__ = ["erase_owners", "erase_users"]
 
 
 def _may_erase(request: HttpRequest) -> bool:
-    opts = app_settings.thread_model()._meta
+    opts = swappable.thread_model()._meta
     return bool(request.user.has_perm(f"{opts.app_label}.{get_permission_codename('delete', opts)}"))
 
 
-def _confirm_or_erase(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Any,
+def _confirm_or_erase(modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: Any,
                       users: list[Any]) -> TemplateResponse | None:
     """The confirmation page (dry-run counts), or, once confirmed, the erasure."""
     if not _may_erase(request):
@@ -51,7 +51,7 @@ def _confirm_or_erase(modeladmin: admin.ModelAdmin, request: HttpRequest, querys
 
 
 @admin.action(description=_("Erase all content of the selected threads' owners"))
-def erase_owners(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Any) -> TemplateResponse | None:
+def erase_owners(modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: Any) -> TemplateResponse | None:
     """Erase every thread, result, event and step of the owners of the selected threads (after confirming)."""
     owner_ids = set(queryset.exclude(user__isnull=True).values_list("user_id", flat=True))
     users = list(get_user_model()._default_manager.filter(pk__in=owner_ids).order_by("pk"))
@@ -62,6 +62,6 @@ def erase_owners(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: A
 
 
 @admin.action(description=_("Erase the selected users' RobotLab content"))
-def erase_users(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Any) -> TemplateResponse | None:
+def erase_users(modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: Any) -> TemplateResponse | None:
     """For a user admin: erase every thread, result, event and step of the selected users (after confirming)."""
     return _confirm_or_erase(modeladmin, request, queryset, list(queryset.order_by("pk")))

@@ -37,6 +37,7 @@ from django.db.models import Max
 
 from robotlab.streaming import RUN_FAILED, STREAM_ENDED, TEXT_DELTA, Event, is_delta
 
+from . import swappable
 from .broadcast import get_layer, last_cursor, message, publish, sweep_later
 from .conf import app_settings
 from .sync_bridge import blocking, blocks_own_thread, call_sync
@@ -136,7 +137,7 @@ class Coalescer:
 
 def persist_events(thread_id: Any, result_id: Any, events: Sequence[Event]) -> list[dict[str, Any]]:
     """Store ``events`` as ``RunEvent`` rows (one ``bulk_create``); their wire dicts with ``cursor``."""
-    model = app_settings.event_model()
+    model = swappable.event_model()
     rows = model.objects.bulk_create([
         model(thread_id=thread_id, result_id=result_id, run_id=event.run_id, seq=event.seq, kind=event.kind,
               ts=event.ts, data=event.data)
@@ -152,7 +153,7 @@ def stored_position(result_id: Any) -> tuple[int, int]:
     ``(run_id, seq)`` stays unique and clients keep the events as new; its first batch's ``prev``
     is the old attempt's last cursor.
     """
-    model = app_settings.event_model()
+    model = swappable.event_model()
     top = model.objects.filter(result_id=result_id).aggregate(seq=Max("seq"), cursor=Max("pk"))
     return int(top["seq"] or 0), int(top["cursor"] or 0)
 

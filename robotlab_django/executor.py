@@ -24,7 +24,7 @@ from django.dispatch import receiver
 
 from robotlab.errors import RobotLabError
 
-from . import network_turns
+from . import network_turns, swappable
 from .claims import release_stuck
 from .conf import app_settings
 from .records import get_thread, start_run
@@ -97,7 +97,7 @@ def enqueue(result: Any, *, queue: str | None = None) -> str:
     """
     pk = getattr(result, "pk", result)
     task_id = uuid.uuid4().hex
-    app_settings.result_model().objects.filter(pk=pk).update(task_id=task_id)
+    swappable.result_model().objects.filter(pk=pk).update(task_id=task_id)
     if hasattr(result, "task_id"):
         result.task_id = task_id
     chosen = queue or str(app_settings.TASK_QUEUE)
@@ -149,7 +149,7 @@ def requeue_stuck(*, lease: float | None = None, dry_run: bool = False) -> tuple
     if not dry_run:
         for pk in requeued:
             dispatch(pk)
-        for row in app_settings.result_model().objects.filter(pk__in=failed, parent__isnull=False):
+        for row in swappable.result_model().objects.filter(pk__in=failed, parent__isnull=False):
             network_turns.settle_exhausted(row)  # a network task out of attempts fails its turn
     return requeued, failed
 
@@ -165,7 +165,7 @@ def rerun_last_user_message(thread: Any) -> Any:
         UnknownRobotError: that robot is no longer registered (nothing is written).
     """
     thread = get_thread(thread, create=False)
-    last = (app_settings.result_model().objects.filter(thread_id=thread.pk, delegated_by="").exclude(input="")
+    last = (swappable.result_model().objects.filter(thread_id=thread.pk, delegated_by="").exclude(input="")
             .order_by("-sequence_number").only("robot_name", "input", "attachments").first())
     if last is None:
         raise NothingToRerunError(f"Thread {thread.session_id} has no user message to re-run.")

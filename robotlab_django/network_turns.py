@@ -58,7 +58,7 @@ from robotlab.streaming import (
 from robotlab.task import FlowResult
 from robotlab.tools.parking import ParkingChannel, RunParked
 
-from . import checkpoints, claims, rollups, run_watch
+from . import checkpoints, claims, rollups, run_watch, swappable
 from .abstract_models import Status
 from .budgets import DatabaseLedger
 from .chat_history import load_history
@@ -137,7 +137,7 @@ async def _emit(turn: Any, *events: tuple[str, dict[str, Any]]) -> None:
 
 # -- the turn's rows ---------------------------------------------------------------------------------------
 def _load(pk: Any) -> Any:
-    return app_settings.result_model().objects.get(pk=pk)
+    return swappable.result_model().objects.get(pk=pk)
 
 
 def _commit(turn: Any, version: int, state: TurnState, started: list[str], network: Network,
@@ -157,7 +157,7 @@ def _commit(turn: Any, version: int, state: TurnState, started: list[str], netwo
             return None
         queued: list[Any] = []
         if started:
-            thread = app_settings.thread_model().objects.get(pk=turn.thread_id)
+            thread = swappable.thread_model().objects.get(pk=turn.thread_id)
             count = model.objects.filter(parent_id=turn.pk).count()
             for index, name in enumerate(started, count + 1):
                 queued.append(append_result(thread, robot_name=str(getattr(network.tasks[name].robot, "name", name)),

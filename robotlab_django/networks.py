@@ -50,8 +50,8 @@ from robotlab.streaming import (
 )
 from robotlab.task import FlowResult
 
+from . import swappable
 from .abstract_models import Status
-from .conf import app_settings
 from .records import Outcome, current_worker, outcome_fields, reply_text
 
 __all__ = ["NetworkTurn", "step_rows"]
@@ -63,7 +63,7 @@ _ROBOT_LIFECYCLE = (RUN_STARTED, RUN_COMPLETED, RUN_FAILED)
 
 def step_rows(row: Any) -> Any:
     """The rows of the robots that ran in the network run ``row``, in the order they finished."""
-    return (app_settings.result_model().objects
+    return (swappable.result_model().objects
             .filter(thread_id=row.thread_id, delegated_by=row.robot_name, run_id__startswith=f"{row.run_id}.")
             .order_by("sequence_number"))
 
@@ -161,7 +161,8 @@ class NetworkTurn:
                                   "error_type": ""}
         if isinstance(value, RobotResult):
             fields = outcome_fields(value, messages=messages)
-        fields.update(duration=elapsed, input_tokens=0, output_tokens=0, cost=Decimal(0), delegated_by="")
+        fields.update(duration=elapsed, input_tokens=0, output_tokens=0, cost=Decimal(0), delegated_by="",
+                      turn_state=self.graph_state([name for name, _result in ran]))
         failure = self.final_failure(flow)
         if failure is not None:
             fields.update(status=Status.FAILED, error=failure[0] or failure[1], error_type=failure[1], messages=[])
@@ -169,6 +170,19 @@ class NetworkTurn:
             logger.warning("robotlab: network %r failed on thread %s: %s: %s", row.robot_name, row.thread_id,
                            failure[1], failure[0])
         return Outcome(fields, delegated)
+
+    def graph_state(self, robots: list[str]) -> dict[str, Any]:
+        """The turn state the admin draws for a turn run in one process: the graph, the tasks that did not run skipped.
+
+        Args:
+            robots: The names of the robots that ran (their task rows show their own status).
+        """
+        last = getattr(self.network, "last_turn", None)  # the turn that ran: who started whom, and why
+        state = (last or self.network.turn_state()).to_dict()
+        ran = {task for task, spec in self.network.tasks.items() if getattr(spec.robot, "name", None) in robots}
+        state["status"] = {task: "completed" if task in ran else "skipped" for task in state["status"]}
+        state["results"] = []  # the task rows hold them
+        return state
 
     def _robot_row(self, row: Any, index: int, name: str, result: RobotResult) -> dict[str, Any]:
         """The columns of the delegated row of robot ``name``, the ``index``-th that ran in the turn ``row``."""

@@ -17,9 +17,8 @@ from asgiref.sync import sync_to_async
 
 from robotlab.streaming import STREAM_ENDED
 
-from . import executor, run_control
+from . import executor, run_control, swappable
 from .abstract_models import Status
-from .conf import app_settings
 from .records import start_run
 
 __all__ = ["POLL_INTERVAL", "SETTLED", "SETTLED_GRACE", "SessionTakenError", "aanswer", "acancel", "afollow_events",
@@ -35,12 +34,12 @@ SETTLED: tuple[str, ...] = (str(Status.COMPLETED), str(Status.FAILED), str(Statu
 
 def find_thread(session_id: str, user: Any) -> Any:
     """The thread with ``session_id`` owned by ``user``; ``None`` if missing or someone else's."""
-    return app_settings.thread_model().objects.filter(session_id=session_id, user=user).first()
+    return swappable.thread_model().objects.filter(session_id=session_id, user=user).first()
 
 
 def find_run(run_id: str, user: Any) -> Any:
     """The run row with ``run_id`` on a thread of ``user``; ``None`` if missing or someone else's."""
-    return (app_settings.result_model().objects.select_related("thread")
+    return (swappable.result_model().objects.select_related("thread")
             .filter(run_id=run_id, thread__user=user).first())
 
 
@@ -64,7 +63,7 @@ def start_for_user(user: Any, agent: str, text: str, session_id: str | None, *, 
     if session_id:
         thread = find_thread(session_id, user)
         if thread is None:
-            if app_settings.thread_model().objects.filter(session_id=session_id).exists():
+            if swappable.thread_model().objects.filter(session_id=session_id).exists():
                 raise SessionTakenError(session_id)
             thread = session_id
     row = start_run(thread, agent, text, user=user, attachments=attachments)
@@ -88,7 +87,7 @@ SETTLED_GRACE = 5.0
 
 async def last_event_pk(row: Any) -> int:
     """The primary key of ``row``'s newest stored event (0 without any): follow a resumed run from there."""
-    event_model = app_settings.event_model()
+    event_model = swappable.event_model()
     last = await event_model.objects.filter(result_id=row.pk).order_by("-pk").values_list("pk", flat=True).afirst()
     return int(last or 0)
 
@@ -106,7 +105,7 @@ async def afollow_events(row: Any, *, after: int = 0) -> AsyncIterator[dict[str,
         row: The run.
         after: Only events stored after the one with this primary key (:func:`last_event_pk`).
     """
-    event_model = app_settings.event_model()
+    event_model = swappable.event_model()
     loop = asyncio.get_running_loop()
     last, settled_at = after, None
     while True:

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from robotlab.attachments import coerce_attachments
 
-from . import rollups
+from . import rollups, swappable
 from .abstract_models import Status
 from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
@@ -57,7 +57,7 @@ def get_thread(thread: Any = None, *, user: Any = None, create: bool = True) -> 
         TypeError: an instance of another model than ``THREAD_MODEL``.
         Thread.DoesNotExist: a missing primary key, or a missing session id with ``create=False``.
     """
-    model = app_settings.thread_model()
+    model = swappable.thread_model()
     if isinstance(thread, model):
         return thread
     if isinstance(thread, models.Model):
@@ -88,7 +88,7 @@ def append_result(thread: Any, **fields: Any) -> Any:
         The new result row.
     """
     thread_model = type(thread)
-    result_model = app_settings.result_model()
+    result_model = swappable.result_model()
     text = fields.get("input") or ""
     for attempt in range(APPEND_ATTEMPTS):
         try:
@@ -224,7 +224,7 @@ def save_row(row: Any, fields: dict[str, Any]) -> bool:
         if not rollups.update_rows(type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED), **fields):
             row.status = Status.CANCELLED
             return False
-        app_settings.thread_model().objects.filter(pk=row.thread_id).update(updated_at=now)
+        swappable.thread_model().objects.filter(pk=row.thread_id).update(updated_at=now)
     for name, value in fields.items():
         setattr(row, name, value)
     return True
@@ -257,7 +257,7 @@ def store_outcome(row: Any, outcome: Outcome) -> bool:
             row.status = Status.CANCELLED
             return False
         if outcome.delegated:
-            thread = app_settings.thread_model().objects.get(pk=row.thread_id)
+            thread = swappable.thread_model().objects.get(pk=row.thread_id)
             for columns in outcome.delegated:
                 append_result(thread, **columns)
         return save_row(row, outcome.fields)

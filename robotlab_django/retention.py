@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from .conf import app_settings
+from . import swappable
 
 __all__ = ["PruneReport", "parse_age", "prune_threads"]
 
@@ -63,9 +63,9 @@ def prune_threads(older_than: dt.timedelta, *, now: dt.datetime | None = None, d
     if older_than <= dt.timedelta(0):
         raise ValueError("older_than must be a positive duration.")
     cutoff = (now or timezone.now()) - older_than
-    threads = app_settings.thread_model().objects.filter(updated_at__lt=cutoff)
-    results = app_settings.result_model().objects.filter(thread__in=threads)
-    events = app_settings.event_model().objects.filter(thread__in=threads)
+    threads = swappable.thread_model().objects.filter(updated_at__lt=cutoff)
+    results = swappable.result_model().objects.filter(thread__in=threads)
+    events = swappable.event_model().objects.filter(thread__in=threads)
     counts = (threads.count(), results.count(), events.count())
     if not dry_run:
         while True:
@@ -73,5 +73,5 @@ def prune_threads(older_than: dt.timedelta, *, now: dt.datetime | None = None, d
             if not batch:
                 break
             with transaction.atomic():
-                app_settings.thread_model().objects.filter(pk__in=batch).delete()
+                swappable.thread_model().objects.filter(pk__in=batch).delete()
     return PruneReport(cutoff=cutoff, threads=counts[0], results=counts[1], events=counts[2], dry_run=dry_run)

@@ -19,12 +19,13 @@ import asyncio
 import logging
 from importlib import import_module
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import get_user, get_user_model
 from django.contrib.auth.signals import user_logged_out
 from django.db.models.signals import post_save
+from django.http import HttpRequest
 
 from .access import visible_thread
 from .broadcast import get_layer, group_send
@@ -57,7 +58,7 @@ def session_user(session: Any) -> Any:
     still exists and may log in (``is_active`` for the model backend) and the session's
     password hash.
     """
-    return get_user(SimpleNamespace(session=_fresh_session(session)))
+    return get_user(cast(HttpRequest, SimpleNamespace(session=_fresh_session(session))))  # all it reads
 
 
 def still_allowed(thread_id: int, scope_user: Any, session: Any) -> tuple[Any, bool]:
@@ -71,7 +72,7 @@ def still_allowed(thread_id: int, scope_user: Any, session: Any) -> tuple[Any, b
         return visible_thread(thread_id, scope_user, None)
     fresh = _fresh_session(session)
     if getattr(scope_user, "is_authenticated", False):
-        user = get_user(SimpleNamespace(session=fresh))
+        user = get_user(cast(HttpRequest, SimpleNamespace(session=fresh)))
         if not user.is_authenticated or user.pk != scope_user.pk:
             return None, False
         return visible_thread(thread_id, user, fresh)

@@ -27,15 +27,18 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.apps import apps as global_apps
-from django.db import models, transaction
+from django.db import transaction
 from django.db.models import Count, F, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from .conf import app_settings
+from . import swappable
+
+if TYPE_CHECKING:
+    from .models import UsageRollup
 
 __all__ = ["COUNTED", "batch", "count_new", "forget_user", "rebuild", "rollup_model", "update_rows"]
 
@@ -77,9 +80,9 @@ def batch() -> Iterator[None]:
         merged.apply(items[0][1])
 
 
-def rollup_model(apps: Any = None) -> type[models.Model]:
+def rollup_model(apps: Any = None) -> type[UsageRollup]:
     """The :class:`~robotlab_django.models.UsageRollup` model (of the migration state ``apps``, when given)."""
-    return (apps or global_apps).get_model("robotlab", "UsageRollup")
+    return cast("type[UsageRollup]", (apps or global_apps).get_model("robotlab", "UsageRollup"))
 
 
 def _day(created: dt.datetime | None) -> dt.date:
@@ -139,7 +142,7 @@ _UNKNOWN = object()
 
 def _values_of(row: Any, thread_user: Any = _UNKNOWN) -> dict[str, Any]:
     if thread_user is _UNKNOWN:
-        thread_user = (app_settings.thread_model()._default_manager.filter(pk=row.thread_id)
+        thread_user = (swappable.thread_model()._default_manager.filter(pk=row.thread_id)
                        .values_list("user_id", flat=True).first())
     return {"created_at": row.created_at, "robot_name": row.robot_name, "model": row.model,
             "thread__user_id": thread_user, "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
@@ -211,10 +214,11 @@ def update_rows(queryset: Any, **fields: Any) -> int:
 
 def _aggregate(queryset: Any) -> Iterable[dict[str, Any]]:
     tz = timezone.get_default_timezone()
-    return (queryset.annotate(day=TruncDate("created_at", tzinfo=tz))
+    rows: Iterable[dict[str, Any]] = (queryset.annotate(day=TruncDate("created_at", tzinfo=tz))
             .values("day", "robot_name", "model", "thread__user_id")
             .annotate(n=Count("pk"), i=Sum("input_tokens"), o=Sum("output_tokens"), c=Sum("cost"))
             .order_by())
+    return rows
 
 
 def rebuild(*, since: dt.date | None = None, apps: Any = None, using: str = "default") -> int:
@@ -233,7 +237,7 @@ def rebuild(*, since: dt.date | None = None, apps: Any = None, using: str = "def
     """
     rollup = rollup_model(apps)
     if apps is None:
-        results: Any = app_settings.result_model()
+        results: Any = swappable.result_model()
     else:
         results = apps.get_model("robotlab", "RobotResult")
     rows = results._default_manager.db_manager(using).all()

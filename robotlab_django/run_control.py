@@ -29,7 +29,7 @@ from robotlab.errors import RobotLabError
 from robotlab.streaming import HITL_RESOLVED, RUN_CANCELLED, RUN_FAILED, STREAM_ENDED
 from robotlab.tools.ask import resolve_answer
 
-from . import run_watch
+from . import run_watch, swappable
 from .abstract_models import Status
 from .conf import app_settings
 from .event_stream import publish_events
@@ -67,7 +67,7 @@ def is_owner(row: Any, user: Any, *, staff: bool = False) -> bool:
         return False
     if staff and getattr(user, "is_staff", False):
         return True
-    owner = app_settings.thread_model().objects.filter(pk=row.thread_id).values_list("user_id", flat=True).first()
+    owner = swappable.thread_model().objects.filter(pk=row.thread_id).values_list("user_id", flat=True).first()
     return owner is not None and owner == user.pk
 
 
@@ -183,7 +183,7 @@ def expire_parked(*, timeout: float | None = None) -> list[Any]:
     """
     seconds = float(app_settings.ASK_TIMEOUT if timeout is None else timeout)
     cutoff = timezone.now() - timedelta(seconds=seconds)
-    model = app_settings.result_model()
+    model = swappable.result_model()
     failed = []
     for row in model.objects.filter(status=Status.AWAITING, parked_at__lt=cutoff).order_by("pk"):
         asked = (row.question or {}).get("question", "")

@@ -25,7 +25,7 @@ from django.utils import timezone
 from robotlab.errors import RobotLabError
 from robotlab.streaming import RUN_CANCELLED, STREAM_ENDED, TEXT_DELTA
 
-from . import rollups
+from . import rollups, swappable
 from .abstract_models import Status
 from .conf import app_settings
 from .event_stream import apublish_events
@@ -83,7 +83,7 @@ def streamed_reply(row: Any) -> str:
     A cancelled run keeps this as its reply, so the row says what its watchers saw and what a reconnecting
     client replays, whether or not its runner had noticed the cancel yet.
     """
-    events = app_settings.event_model().objects.filter(result_id=row.pk, kind=TEXT_DELTA)
+    events = swappable.event_model().objects.filter(result_id=row.pk, kind=TEXT_DELTA)
     deltas = events.order_by("seq").values_list("data", flat=True)
     return "".join(str(data.get("text") or "") for data in deltas if isinstance(data, dict) and "task" not in data)
 

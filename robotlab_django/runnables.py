@@ -168,9 +168,13 @@ def prepare(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = No
     message = row.input or None
     if registry.is_network(row.robot_name):
         network = build_network(row.robot_name, llm=llm, **dict(options or {}))
-        for task in network.tasks.values():
-            if isinstance(task.robot, Robot):
+        seen: set[int] = set()
+        for block, task in enumerate(network.tasks.values(), 1):
+            if isinstance(task.robot, Robot) and id(task.robot) not in seen:
+                seen.add(id(task.robot))
                 task.robot.ask_channel = ParkingChannel(row.answers or [])
+                # a resumed turn (an answer, a lost worker) replays each robot's completed steps
+                checkpoints.attach(task.robot, row, block=block)
         return NetworkTurn(network, load_history(row.thread_id, before=row.sequence_number), message,
                            attachments=row.attachments or [])
     robot = build_robot(row.robot_name, llm=llm, **dict(options or {}))

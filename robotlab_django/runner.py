@@ -26,7 +26,7 @@ from robotlab.errors import RobotLabError
 from robotlab.streaming import Event
 from robotlab.tools.parking import RunParked
 
-from . import budgets, claims, network_turns, run_watch
+from . import budgets, claims, network_turns, run_watch, swappable
 from .abstract_models import Status
 from .conf import BUDGET_LIMITS, app_settings
 from .event_stream import apublish_failure, astream_run
@@ -133,7 +133,7 @@ def _reserve(row: Any) -> budgets.Reservation | None:
     limits = app_settings.BUDGETS
     if all(limits[key] is None for key in BUDGET_LIMITS):
         return None
-    user_id = app_settings.thread_model().objects.filter(pk=row.thread_id).values_list("user_id", flat=True).first()
+    user_id = swappable.thread_model().objects.filter(pk=row.thread_id).values_list("user_id", flat=True).first()
     return budgets.reserve_run(user_id, row.robot_name)
 
 
@@ -151,7 +151,7 @@ def execute(row: Any, *, llm: Any = None, robot_options: Mapping[str, Any] | Non
 
 
 def _load_and_claim(result: Any) -> tuple[Any, bool]:
-    model = app_settings.result_model()
+    model = swappable.result_model()
     row = result if isinstance(result, model) else model.objects.get(pk=result)
     return row, claims.claim(row)
 

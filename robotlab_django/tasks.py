@@ -26,16 +26,16 @@ attempts are used up. Runs are sent to this task by :mod:`robotlab_django.execut
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from celery import shared_task
 from celery.exceptions import WorkerLostError
 from celery.signals import task_failure
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
-from . import network_turns
+from . import network_turns, swappable
 from .claims import fail_exhausted
-from .conf import app_settings
 from .runner import deliver
 
 __all__ = ["LOST_WORKER_DELAY", "RETRY_DELAY", "run_robot"]
@@ -48,7 +48,12 @@ RETRY_DELAY = 5
 LOST_WORKER_DELAY = 1
 
 
-@shared_task(bind=True, name="robotlab_django.tasks.run_robot", acks_late=True, reject_on_worker_lost=True,
+#: ``shared_task`` as celery-types would have it, but for ``retry_on_worker_lost`` (Celery 5.6+), which its
+#: overloads do not know yet.
+_shared_task = cast(Callable[..., Callable[[Callable[..., Any]], Any]], shared_task)
+
+
+@_shared_task(bind=True, name="robotlab_django.tasks.run_robot", acks_late=True, reject_on_worker_lost=True,
              retry_on_worker_lost=True, autoretry_for=(OperationalError, InterfaceError), max_retries=2,
              retry_kwargs={"countdown": RETRY_DELAY}, default_retry_delay=LOST_WORKER_DELAY, retry_backoff=False)
 def run_robot(self: Any, result_id: int) -> dict[str, Any]:
@@ -72,7 +77,7 @@ def _worker_lost(sender: Any = None, exception: BaseException | None = None, arg
         return
     if not connection.in_atomic_block:  # the main process runs no tasks: its connection may be stale
         close_old_connections()
-    row = app_settings.result_model().objects.filter(pk=args[0]).first()
+    row = swappable.result_model().objects.filter(pk=args[0]).first()
     if row is not None and fail_exhausted(row):
         network_turns.settle_exhausted(row)  # a network task out of attempts fails its turn
     elif row is not None:

@@ -19,7 +19,7 @@ __all__ = ["ApiTokenAdmin"]
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """Lists tokens and revokes them (the revoke action, or delete)."""
 
     list_display = ("prefix", "name", "user", "created_at", "last_used_at", "revoked_at")

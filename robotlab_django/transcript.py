@@ -50,7 +50,7 @@ def _pretty(value: Any) -> str:
         try:
             value = json.loads(value)
         except ValueError:
-            return value
+            return str(value)
         if isinstance(value, str):
             return value
     return json.dumps(value, indent=2, ensure_ascii=False, cls=RobotLabJSONEncoder)

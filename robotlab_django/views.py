@@ -15,7 +15,7 @@ the run over the websocket (``ws/robotlab/threads/<pk>/``) or, without one, by p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.views import redirect_to_login
 from django.db.models import Max, Min
@@ -24,7 +24,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import executor, run_control, services
+from . import executor, run_control, services, swappable
 from .abstract_models import Status
 from .access import SESSION_KEY, default_robot, login_required
 from .conf import app_settings
@@ -69,7 +69,7 @@ def _wants_json(request: HttpRequest) -> bool:
 
 def _threads(request: HttpRequest) -> Any:
     """The threads the visitor may see."""
-    model = app_settings.thread_model()
+    model = swappable.thread_model()
     if _is_authenticated(request):
         return model.objects.for_user(request.user)
     return model.objects.filter(pk__in=request.session.get(SESSION_KEY, []), user__isnull=True)
@@ -167,8 +167,8 @@ def thread_list(request: HttpRequest) -> HttpResponseBase:
         if robot not in robots and robot not in registry.network_names():
             context = _list_context(request, robots, "Unknown robot or network.")
             return render(request, "robotlab/thread_list.html", context, status=400)
-        owner = request.user if _is_authenticated(request) else None
-        thread = app_settings.thread_model().objects.create(user=owner, robot_name=robot)
+        owner = cast(Any, request.user) if _is_authenticated(request) else None
+        thread = swappable.thread_model().objects.create(user=owner, robot_name=robot)
         if owner is None:
             request.session[SESSION_KEY] = [*request.session.get(SESSION_KEY, []), thread.pk]
         return redirect("robotlab:chat", pk=thread.pk)
@@ -197,11 +197,11 @@ def chat(request: HttpRequest, pk: int) -> HttpResponseBase:
     if denied is not None:
         return denied
     thread = _thread(request, pk)
-    rows = app_settings.result_model().objects.filter(thread_id=thread.pk)
+    rows = swappable.result_model().objects.filter(thread_id=thread.pk)
     results = list(rows.order_by("sequence_number"))
     pending = [{"run_id": row.run_id, "sequence_number": row.sequence_number, "id": row.pk,
                 "question": row.question or None} for row in results if not row.is_finished]
-    events = app_settings.event_model().objects.filter(thread_id=thread.pk)
+    events = swappable.event_model().objects.filter(thread_id=thread.pk)
     if pending:  # replay the unfinished runs from their first stored event
         run_ids = [item["run_id"] for item in pending]
         first = events.filter(run_id__in=run_ids).aggregate(first=Min("pk"))["first"]
@@ -311,12 +311,12 @@ def results_json(request: HttpRequest, pk: int) -> HttpResponseBase:
         return denied
     thread = _thread(request, pk)
     since = _int(request.GET.get("since"), 1)
-    rows = (app_settings.result_model().objects.filter(thread_id=thread.pk, sequence_number__gte=since,
+    rows = (swappable.result_model().objects.filter(thread_id=thread.pk, sequence_number__gte=since,
                                                        delegated_by="")
             .order_by("sequence_number")[:100])
     data: dict[str, Any] = {"thread": thread.pk, "results": [result_summary(row) for row in rows]}
     if "after" in request.GET:
-        events = (app_settings.event_model().objects.filter(thread_id=thread.pk,
+        events = (swappable.event_model().objects.filter(thread_id=thread.pk,
                                                             pk__gt=_int(request.GET["after"], 0))
                   .order_by("pk")[:POLL_EVENTS])
         data["events"] = public_events({**event.to_dict(), "cursor": event.pk} for event in events)

@@ -63,7 +63,7 @@ class Network(Runnable[FlowResult]):
         router: ``router(flow_result) -> task name | list | None``, asked whenever the network has nothing
             left to run; it activates optional tasks (see the guide).
 
-    A network is also a step: :meth:`call` runs it as one task of another network.
+    A network is also a step (:meth:`call` runs it in another network); ``last_turn`` is its latest turn's state.
     """
 
     def __init__(
@@ -231,7 +231,7 @@ class Network(Runnable[FlowResult]):
             ConfigurationError: the graph is invalid, has nothing to start, or routing named an unknown task.
             TypeError: ``hooks`` holds something that is not a Hook subclass.
         """
-        state = self.turn_state()
+        state = self.last_turn = self.turn_state()
         handlers = normalize_hooks(hooks)
         params = self.run_params(message, on_content=on_content, hooks=handlers, **run_context)
         emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None

@@ -45,11 +45,19 @@ from asgiref.sync import sync_to_async
 
 from robotlab.streaming import TEXT_DELTA
 
-from .. import protocol_runs
-from ..conf import app_settings
+from .. import protocol_runs, swappable
 from ..registry import UnknownRobotError
 from ..run_control import NotAwaitingError, RunFinishedError
-from .wire import REPLY_ARTIFACT, STATES, TERMINAL, artifact_update, input_text, parse_task_id, status_update, task_of
+from .wire import (
+    REPLY_ARTIFACT,
+    STATES,
+    TERMINAL,
+    artifact_update,
+    input_content,
+    parse_task_id,
+    status_update,
+    task_of,
+)
 
 __all__ = ["AGENT", "USER", "RobotLabRequestHandler"]
 
@@ -67,7 +75,7 @@ def _caller(context: ServerCallContext) -> tuple[Any, str]:
 
 
 def _session_id(row: Any) -> str:
-    return str(app_settings.thread_model().objects.filter(pk=row.thread_id).values_list("session_id", flat=True)
+    return str(swappable.thread_model().objects.filter(pk=row.thread_id).values_list("session_id", flat=True)
                .get())
 
 
@@ -104,7 +112,7 @@ class RobotLabRequestHandler(RequestHandler):
         message: Message = params.message
         validate_history_length(params.configuration)
         try:
-            text = input_text(message)
+            text, files = input_content(message)
         except ValueError as exc:
             _invalid(str(exc))
         if message.task_id:
@@ -112,6 +120,8 @@ class RobotLabRequestHandler(RequestHandler):
             context_id = row.thread.session_id
             if message.context_id and message.context_id != context_id:
                 _invalid(f"Context {message.context_id} is not the context {context_id} of task {message.task_id}.")
+            if files:
+                _invalid("A follow-up message answers the task's question with text; send files in a new message.")
             after = await protocol_runs.last_event_pk(row)
             try:
                 row = await protocol_runs.aanswer(row, text, user)
@@ -121,7 +131,8 @@ class RobotLabRequestHandler(RequestHandler):
                          f"message. Send a new message on context {context_id} (no task id) to go on.")
             return row, context_id, after
         try:
-            row = await sync_to_async(protocol_runs.start_for_user)(user, agent, text, message.context_id or None)
+            row = await sync_to_async(protocol_runs.start_for_user)(user, agent, text, message.context_id or None,
+                                                                    attachments=files)
         except protocol_runs.SessionTakenError:
             _invalid(f"No context {message.context_id}.")
         except UnknownRobotError as exc:
@@ -196,7 +207,7 @@ class RobotLabRequestHandler(RequestHandler):
             start = int(params.page_token or 0)
         except ValueError:
             _invalid(f"Bad page token {params.page_token!r}.")
-        rows = (app_settings.result_model().objects.select_related("thread")
+        rows = (swappable.result_model().objects.select_related("thread")
                 .filter(thread__user=user, robot_name=agent, parent_id__isnull=True).order_by("-created_at", "-pk"))
         if params.context_id:
             rows = rows.filter(thread__session_id=params.context_id)

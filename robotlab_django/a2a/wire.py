@@ -23,10 +23,13 @@ from a2a.types.a2a_pb2 import (
     TaskStatusUpdateEvent,
 )
 
+from robotlab.attachments import Attachment
+from robotlab.errors import AttachmentError
+
 from ..abstract_models import Status
 from ..user_errors import public_error
 
-__all__ = ["REPLY_ARTIFACT", "STATES", "TERMINAL", "artifact_update", "input_text", "parse_task_id", "status_update",
+__all__ = ["REPLY_ARTIFACT", "STATES", "TERMINAL", "artifact_update", "input_content", "parse_task_id", "status_update",
            "task_id", "task_of"]
 
 #: The A2A task state of each row status.
@@ -58,21 +61,40 @@ def parse_task_id(value: str) -> str | None:
         return None
 
 
-def input_text(message: Message) -> str:
-    """The text of an incoming message: its text parts joined by newlines.
+def input_content(message: Message) -> tuple[str, list[Attachment]]:
+    """The text of an incoming message (its text parts joined by newlines) and its files.
+
+    A ``raw`` part (bytes with a ``media_type``) or a ``url`` part (an ``http(s)`` image URL, or a ``data:``
+    URL) becomes a :class:`robotlab.Attachment` the model sees, named by the part's ``filename``.
 
     Raises:
-        ValueError: it has no parts, or a part that is not text (files and data are not taken yet).
+        ValueError: it has no parts, a ``data`` or empty part, or a file the model cannot take (the message
+            names the part and why).
     """
     if not message.parts:
         raise ValueError("The message has no parts; send at least one text part.")
     texts: list[str] = []
-    for part in message.parts:
+    files: list[Attachment] = []
+    for index, part in enumerate(message.parts, 1):
         kind = part.WhichOneof("content")
-        if kind != "text":
-            raise ValueError(f"Unsupported {kind or 'empty'} part; send text parts.")
-        texts.append(part.text)
-    return "\n".join(texts)
+        if kind == "text":
+            texts.append(part.text)
+            continue
+        name = part.filename or None
+        try:
+            if kind == "raw":
+                files.append(Attachment(data=part.raw, mime_type=part.media_type or None, name=name))
+            elif kind == "url" and part.url.startswith("data:"):
+                files.append(Attachment.from_data_url(part.url, name=name))
+            elif kind == "url" and part.url.startswith(("http://", "https://")):
+                files.append(Attachment(url=part.url, mime_type=part.media_type or None, name=name))
+            elif kind == "url":
+                raise ValueError(f"Part {index}: a file's url must be an http(s) or data: URL.")
+            else:
+                raise ValueError(f"Part {index}: unsupported {kind or 'empty'} part; send text, raw or url parts.")
+        except AttachmentError as exc:
+            raise ValueError(f"Part {index}: {exc}.") from None
+    return "\n".join(texts), files
 
 
 def _message(text: str, role: Role, row: Any, context_id: str, key: str,

@@ -7,14 +7,14 @@ does not authenticate, and CSRF does not apply. Another user's run or session is
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from functools import wraps
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from .. import protocol_runs
@@ -26,7 +26,7 @@ from .wire import agent_manifest, error_response, input_content, input_text, par
 
 __all__ = ["agent", "agents", "ping", "run", "run_cancel", "run_events", "runs", "session"]
 
-View = Callable[..., Awaitable[HttpResponse]]
+View = Callable[..., Coroutine[Any, Any, HttpResponseBase]]
 
 
 def token_required(view: View) -> View:
@@ -34,7 +34,7 @@ def token_required(view: View) -> View:
 
     @csrf_exempt
     @wraps(view)
-    async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         user = await sync_to_async(authenticate)(request.headers.get("Authorization", ""))
         if user is None:
             response = error_response("unauthorized", "Send 'Authorization: Bearer <token>' with a valid API "
@@ -92,7 +92,7 @@ async def agent(request: HttpRequest, name: str) -> HttpResponse:
         return error_response("not_found", str(exc))
 
 
-async def _respond(row: Any, mode: str) -> HttpResponse:
+async def _respond(row: Any, mode: str) -> HttpResponseBase:
     """The reply to a created or resumed run in ``mode``: the run now (async), settled (sync), or SSE."""
     if mode == "stream":
         response = StreamingHttpResponse(_sse(row), content_type="text/event-stream")
@@ -126,7 +126,7 @@ async def _sse(row: Any) -> AsyncIterator[str]:
 
 
 @token_required
-async def runs(request: HttpRequest) -> HttpResponse:
+async def runs(request: HttpRequest) -> HttpResponseBase:
     """``POST /runs``: start a run of ``agent_name`` on ``input`` in ``mode`` sync, async or stream."""
     if request.method != "POST":
         return error_response("invalid_input", "Use POST /runs.")
@@ -158,7 +158,7 @@ async def _owned_run(request: HttpRequest, run_id: str) -> Any:
 
 
 @token_required
-async def run(request: HttpRequest, run_id: str) -> HttpResponse:
+async def run(request: HttpRequest, run_id: str) -> HttpResponseBase:
     """``GET /runs/{id}``: the run; ``POST /runs/{id}``: resume an awaiting run with ``await_resume``."""
     row = await _owned_run(request, run_id)
     if row is None:

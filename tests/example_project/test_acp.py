@@ -138,8 +138,9 @@ def test_run_cancel_on_a_streaming_run_ends_it_cancelled(acp_site: tuple[str, st
     async def main() -> tuple[list[Any], Any]:
         async with _client(acp_site) as client, _client(acp_site) as control:
             events: list[Any] = []
-            async for event in client.run_stream("Tell me a long story about robots and their makers",
-                                                  agent="chat"):
+            # the demo model repeats the message, a word every 20 ms: some 6 s of reply, the cancel comes at its start
+            story = "Tell me a long story about " + " ".join(f"robot{n}" for n in range(300))
+            async for event in client.run_stream(story, agent="chat"):
                 events.append(event)
                 if event.type == "message.part" and sum(e.type == "message.part" for e in events) == 1:
                     run_id = next(e.run.run_id for e in events if e.type == "run.created")
@@ -152,6 +153,7 @@ def test_run_cancel_on_a_streaming_run_ends_it_cancelled(acp_site: tuple[str, st
     assert run.status.value == "cancelled"
     streamed = "".join(e.part.content for e in events if e.type == "message.part")
     assert streamed and streamed.startswith(_stored_reply(acp_site[2], run.run_id))
+    assert "robot299" not in streamed  # it stopped long before the end
 
 
 def test_the_docs_client_snippet_runs(acp_site: tuple[str, str, Path]) -> None:

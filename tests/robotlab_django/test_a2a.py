@@ -70,14 +70,47 @@ def test_bad_requests_get_clear_errors(token: str) -> None:
     unauthorized = _rpc("", "echo", "SendMessage", _send("hi"))
     assert unauthorized.status_code == 401 and "Bearer" in unauthorized.json()["error"]["message"]
     assert _rpc(token, "nobody", "SendMessage", _send("hi")).status_code == 404
-    file_part = {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"url": "https://x.test/a.png"}]}}
-    error = _rpc(token, "echo", "SendMessage", file_part).json()["error"]
-    assert error["code"] == -32602 and "Unsupported url part; send text parts" in error["message"]
+    data_part = {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"data": {"a": 1}}]}}
+    error = _rpc(token, "echo", "SendMessage", data_part).json()["error"]
+    assert error["code"] == -32602 and "Part 1: unsupported data part; send text, raw or url parts" in error["message"]
+    ftp = {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"url": "ftp://x.test/a.png"}]}}
+    error = _rpc(token, "echo", "SendMessage", ftp).json()["error"]
+    assert error["code"] == -32602 and "Part 1: a file's url must be an http(s) or data: URL" in error["message"]
+    untyped = {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "hi"}, {"raw": "aGk="}]}}
+    error = _rpc(token, "echo", "SendMessage", untyped).json()["error"]
+    assert error["code"] == -32602 and error["message"].startswith("Part 2: Attachment")
     assert _rpc(token, "echo", "NoSuchMethod", {}).json()["error"]["code"] == -32601
     for task_id in ("not-a-uuid", "00000000-0000-0000-0000-000000000000"):
         error = _rpc(token, "echo", "GetTask", {"id": task_id}).json()["error"]
         assert error["code"] == -32001 and task_id in error["message"]
     assert not RobotResult.objects.exists()
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+
+def test_file_parts_reach_the_model_as_attachments(token: str, scripted_llm: Callable[..., FakeLLM],
+                                                   settings: Any) -> None:
+    import base64
+
+    llm = scripted_llm(text("A dot and a cat."))
+    parts = [{"text": "What is in these?"},
+             {"raw": base64.b64encode(PNG).decode(), "mediaType": "image/png", "filename": "dot.png"},
+             {"url": "https://example.com/cat.jpg", "mediaType": "image/jpeg"}]
+    result = _rpc(token, "echo", "SendMessage", {"message": {"role": "ROLE_USER", "messageId": "m1",
+                                                             "parts": parts}}).json()["result"]
+    assert result["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    row = RobotResult.objects.get()
+    assert (row.input, [item.get("name") for item in row.attachments]) == ("What is in these?", ["dot.png", None])
+    content = llm.requests[0].messages[-1]["content"]
+    assert [part["type"] for part in content] == ["text", "image_url", "image_url"]
+    assert content[1]["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(PNG).decode()
+    assert content[2]["image_url"]["url"] == "https://example.com/cat.jpg"
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "MAX_ATTACHMENT_BYTES": 8}
+    error = _rpc(token, "echo", "SendMessage", {"message": {"role": "ROLE_USER", "messageId": "m2",
+                                                            "parts": parts}}).json()["error"]
+    assert error["code"] == -32602 and "MAX_ATTACHMENT_BYTES" in error["message"]
+    assert RobotResult.objects.count() == 1  # nothing was queued
 
 
 def test_message_send_in_protocol_0_3_returns_a_0_3_task(token: str) -> None:

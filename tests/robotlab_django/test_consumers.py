@@ -279,3 +279,42 @@ async def test_an_anonymous_visitor_sees_its_own_threads_only_when_login_is_not_
     await socket.disconnect()
     stranger = await _socket(thread.pk, await sync_to_async(_anonymous_session)(thread.pk + 1))
     assert await stranger.connect() == (False, CLOSE_FORBIDDEN)
+
+
+async def test_a_distributed_turn_replays_exactly_what_went_live(close_connections: None, settings: Any,
+                                                                 scripted_llm: Any) -> None:
+    """Every task of a turn run as one job per task streams to the thread; a reconnecting client gets it all again.
+
+    Live and replayed, the events are the same (cursors, kinds, text), and each task's come in its own order.
+    """
+    from robotlab_django import executor
+    from robotlab_django.records import start_run
+
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "EXECUTOR": "sync", "DISTRIBUTED_NETWORKS": True}
+    scripted_llm(text("billing"), text("Your refund is on its way."))
+    user, session, thread = await _owned_thread()
+    socket = await _socket(thread.pk, session)
+    assert (await socket.connect())[0] is True
+    turn = await sync_to_async(start_run)(thread, "helpdesk", "I was charged twice", user=user)
+    await sync_to_async(executor.dispatch)(turn)
+    live = _events(await _frames_until_ended(socket))
+    await socket.disconnect()
+    rows = [row async for row in RobotResult.objects.filter(parent_id=turn.pk).order_by("pk")]
+    assert [row.task_name for row in rows] == ["classifier", "billing"] and len({row.pk for row in rows}) == 2
+
+    again = await _socket(thread.pk, session, query="after=0")
+    assert (await again.connect())[0] is True
+    replayed: list[dict[str, Any]] = []
+    while (frame := await again.receive_json_from(timeout=5))["type"] != "replayed":
+        replayed.extend(frame["events"])
+    await again.disconnect()
+    assert [(e["cursor"], e["kind"], e.get("text")) for e in replayed] == [
+        (e["cursor"], e["kind"], e.get("text")) for e in live]
+    texts = {task: "".join(e["text"] for e in live if e["kind"] == "text.delta" and e.get("task") == task)
+             for task in ("classifier", "billing")}
+    assert texts == {"classifier": "billing", "billing": "Your refund is on its way."}
+    assert {e["run_id"] for e in live} == {turn.run_id}  # one stream: the turn's
+    for task in ("classifier", "billing", None):  # each task's events (and the turn's own) in causal order
+        seqs = [e["seq"] for e in live if e.get("task") == task]
+        assert seqs and seqs == sorted(seqs), task
+    assert [e["cursor"] for e in live] == sorted(e["cursor"] for e in live)

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 #: The layers, lowest first. A module may import its own layer and those below it, never one above.
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"conf", "encoders", "naming", "sync_bridge", "templatetags"}),
-    ("models and registry", {"abstract_models", "models", "registry", "checks", "scaffolding"}),
+    ("models and registry", {"abstract_models", "models", "registry", "checks", "scaffolding", "swappable"}),
     ("storage", {"access", "api_tokens", "broadcast", "budgets", "chat_history", "checkpoints", "erasure", "records",
                  "retention", "revocation", "rollups", "transcript", "turn_graph", "usage", "user_errors"}),
     ("event stream", {"event_stream", "networks", "run_watch"}),

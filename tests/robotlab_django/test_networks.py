@@ -276,3 +276,17 @@ async def test_a_websocket_message_on_a_network_thread_streams_the_turn(scripted
         await socket.disconnect()
     finally:
         await sync_to_async(connections.close_all)()
+
+
+def test_a_one_process_turn_stores_its_graph_for_the_admin(scripted_llm: Script) -> None:
+    from robotlab_django.turn_graph import task_boxes, turn_graph
+
+    turn(scripted_llm, text("billing"), text("Your refund is on its way."))
+    row = RobotResult.objects.get(robot_name="helpdesk")
+    assert dict(row.turn_state["dependencies"]) == {"classifier": [], "billing": None, "technical": None,
+                                                    "general": None}
+    boxes = {box.name: (box.status, box.depth, box.row is not None) for box in task_boxes(row)}
+    assert boxes == {"classifier": ("completed", 0, True), "billing": ("completed", 1, True),
+                     "technical": ("skipped", 0, False), "general": ("skipped", 0, False)}  # never started
+    picture = str(turn_graph(row))
+    assert picture.startswith('<svg class="robotlab-graph"') and "classifier" in picture

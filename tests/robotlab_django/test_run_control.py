@@ -258,6 +258,42 @@ def test_a_network_task_that_asks_parks_its_row_and_the_turn_waits_until_the_ans
     assert len(again.requests) == 1 and again.requests[0].messages[-1]["content"] == "pro"
 
 
+def test_a_one_process_network_turn_resumes_without_reissuing_its_completed_robots(
+        scripted_llm: Callable[..., FakeLLM], settings: Any, clean_registry: None, owner: Any) -> None:
+    """A turn run in one process (no task rows) parks on its second robot's question; the answer resumes it.
+
+    Each robot of the turn is checkpointed in its own block of steps on the turn's row, so the robot that
+    ran before the question (``intake``) and the question's LLM call are replayed, not sent again.
+    """
+    from robotlab.network import create_network
+
+    def asknet(**options: Any) -> Any:
+        network = create_network(name="asknet")
+        network.task("intake", robotlab.build(name="intake", system_prompt="You sort requests.", **options))
+        network.task("planner", robotlab.build(name="planner", system_prompt="You pick plans.",
+                                               local_tools=[AskUser], **options), depends_on=["intake"])
+        return network
+
+    registry.register_network(asknet, name="asknet", replace=True)
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "EXECUTOR": "sync", "DISTRIBUTED_NETWORKS": False}
+    first = scripted_llm(text("a plan request", usage=(3, 1)),
+                         tool_call(ASK, question="Which plan?", choices=["basic", "pro"]))
+    turn = start_run(Thread.objects.create(user=owner, robot_name="asknet"), "asknet", "Sign me up")
+    executor.dispatch(turn)
+    turn.refresh_from_db()
+    assert turn.status == Status.AWAITING and turn.question["question"] == "Which plan?"
+    assert len(first.requests) == 2 and RunStep.objects.filter(result=turn).count() == 2
+
+    again = scripted_llm(text("Pro it is."))
+    done = run_control.answer(turn, "2", owner)
+    assert (done.status, done.reply) == (Status.COMPLETED, "Pro it is.")
+    assert len(again.requests) == 1  # intake's call and the question's call were replayed
+    assert again.requests[0].messages[-1]["content"] == "pro"
+    rows = RobotResult.objects.filter(parent_id=turn.pk).order_by("pk")
+    assert [(r.robot_name, r.status, r.reply) for r in rows] == [
+        ("intake", Status.COMPLETED, "a plan request"), ("planner", Status.COMPLETED, "Pro it is.")]
+
+
 def test_cancelling_a_waiting_network_turn_cancels_its_waiting_task(
         scripted_llm: Callable[..., FakeLLM], settings: Any, clean_registry: None, owner: Any) -> None:
     from robotlab.network import create_network

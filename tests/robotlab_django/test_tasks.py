@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from robotlab.errors import ConfigurationError
 from robotlab.testing import raise_, text
-from robotlab_django import executor, services, tasks
+from robotlab_django import claims, executor, services, tasks
 from robotlab_django.models import RobotResult, RunEvent, Status
 
 pytestmark = pytest.mark.django_db
@@ -137,6 +137,24 @@ def test_requeue_stuck_requeues_lost_runs_and_fails_exhausted_ones(scripted_llm:
     assert rows[never_sent.pk].status == Status.COMPLETED
     assert rows[exhausted.pk].status == Status.FAILED and rows[exhausted.pk].error_type == "AttemptsExhausted"
     assert rows[fresh.pk].status == Status.RUNNING
+
+
+def test_a_turn_whose_task_runs_past_the_lease_is_not_released_while_its_task_lives(settings: Any) -> None:
+    """A distributed turn's row only moves when a task ends: a task running long must not get the turn re-run.
+
+    The turn row last moved an hour ago; its task row started a minute ago and is running. Only when the task is
+    itself past the lease are both released.
+    """
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "RUN_LEASE": 600}
+    turn = _stuck(Status.RUNNING, 1)
+    task = RobotResult.objects.create(thread_id=turn.thread_id, sequence_number=turn.sequence_number + 1,
+                                      robot_name="echo", parent=turn, task_name="answer", status=Status.RUNNING,
+                                      attempts=1, started_at=timezone.now() - timedelta(minutes=1))
+    assert claims.release_stuck(dry_run=True) == ([], [])
+    RobotResult.objects.filter(pk=task.pk).update(status=Status.AWAITING)  # a task waiting for its user
+    assert claims.release_stuck(dry_run=True) == ([], [])
+    RobotResult.objects.filter(pk=task.pk).update(status=Status.RUNNING, started_at=timezone.now() - timedelta(hours=1))
+    assert claims.release_stuck(dry_run=True) == ([turn.pk, task.pk], [])
 
 
 def test_the_requeue_command_reports_and_dry_run_changes_nothing(capsys: Any) -> None:
