@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import hooks
 from ..errors import ToolError
-from .schema import clean_schema, docstring_parts, format_validation_error, signature_model, snake_case
+from .schema import clean_schema, docstring_parts, format_validation_error, model_schema, signature_model, snake_case
 
 if TYPE_CHECKING:
     import pydantic
@@ -88,7 +88,7 @@ class Tool:
         if self.parameters is not None:
             return clean_schema(dict(self.parameters))
         if self._arguments_model is not None:
-            return clean_schema(self._arguments_model.model_json_schema())
+            return model_schema(self._arguments_model)
         return {"type": "object", "properties": {}}
 
     def to_json_schema(self) -> dict[str, Any]:

@@ -197,3 +197,12 @@ def test_the_rebuild_command_recounts_and_names_a_bad_date() -> None:
     assert _snapshot() == kept
     with pytest.raises(CommandError, match="--since must be a date as YYYY-MM-DD, got 'yesterday'"):
         call_command("robotlab_rollups", "--since", "yesterday")
+
+
+def test_the_usage_chart_escapes_robot_and_model_names(admin_client: Client) -> None:
+    hostile = "<script>alert('x')</script>"
+    UsageRollup.objects.create(day=dt.date.today(), robot_name=hostile, model='"><img src=x onerror=alert(1)>',
+                               runs=1, input_tokens=10, output_tokens=1, cost=Decimal("0.5"))
+    body = admin_client.get("/admin/robotlab/robotresult/usage/?days=7").content.decode()
+    assert "<rect" in body and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in body
+    assert hostile not in body and "<img src=x" not in body
