@@ -87,8 +87,12 @@ def _raw_client(path: str, base_url: str) -> tuple[Callable[..., Awaitable[Any]]
     else:
         import litellm
 
+        usage = {"stream_options": {"include_usage": True}} if path == "litellm-usage" else {}
+
         async def create(**kwargs: Any) -> Any:
-            return await litellm.acompletion(model=f"openai/{MODEL}", api_base=base_url, api_key="sk-fake", **kwargs)
+            extra = usage if kwargs.get("stream") else {}  # what RobotLab asks for: token counts in the stream
+            return await litellm.acompletion(model=f"openai/{MODEL}", api_base=base_url, api_key="sk-fake", **kwargs,
+                                             **extra)
 
     async def call(messages: list[dict[str, Any]], tools: list[Any] | None = None) -> Any:
         response = await create(messages=messages, **({"tools": tools} if tools else {}))
@@ -106,7 +110,7 @@ def _raw_client(path: str, base_url: str) -> tuple[Callable[..., Awaitable[Any]]
 
 def make_path(path: str, base_url: str) -> dict[str, Callable[[str], Awaitable[Any]]]:
     """The ``plain``, ``tool`` and ``stream`` coroutines of ``path`` (``stream`` returns the tokens seen)."""
-    if path in ("openai", "litellm"):
+    if path in ("openai", "litellm", "litellm-usage"):
         call, stream = _raw_client(path, base_url)
 
         async def plain(text: str) -> Any:
