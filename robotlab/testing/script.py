@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from http.client import responses
 from typing import Any, TypeAlias
 
 __all__ = [
@@ -17,22 +17,7 @@ __all__ = [
     "fault", "reply", "slow_first_byte", "tokens", "tool_calls",
 ]
 
-_WORDISH = re.compile(r"\s*\S+")
 _call_ids = itertools.count(1)
-
-
-def word_pieces(text: str) -> tuple[str, ...]:
-    """Split ``text`` into word-ish pieces (``"Hello", " world"``), the way tokens usually look."""
-    pieces = _WORDISH.findall(text)
-    rest = text[sum(map(len, pieces)) :]
-    if rest:
-        pieces[-1:] = [pieces[-1] + rest] if pieces else [rest]
-    return tuple(pieces)
-
-
-def split(text: str, size: int) -> tuple[str, ...]:
-    """``text`` in slices of ``size`` characters."""
-    return tuple(text[i : i + size] for i in range(0, len(text), size))
 
 
 @dataclass(frozen=True)
@@ -44,16 +29,13 @@ class Reply:
     finish_reason: str = "stop"
     chunk_size: int | None = None
     tokens_per_second: float | None = None
-    pieces: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        """Check the sizes and cut :attr:`text` into the pieces it is streamed in."""
+        """Refuse a chunk size or a pace that cannot be streamed."""
         if self.chunk_size is not None and self.chunk_size < 1:
             raise ValueError("chunk_size must be at least 1")
         if self.tokens_per_second is not None and self.tokens_per_second <= 0:
             raise ValueError("tokens_per_second must be positive")
-        pieces = word_pieces(self.text) if self.chunk_size is None else split(self.text, self.chunk_size)
-        object.__setattr__(self, "pieces", pieces)
 
 
 @dataclass(frozen=True)
@@ -151,23 +133,17 @@ def tool_calls(*calls: ToolCall, text: str | None = None, usage: tuple[int, int]
     return ToolCalls(tuple(calls), text, usage)
 
 
-_REQUEST, _SERVER = "invalid_request_error", "server_error"
-_FAULTS: dict[int, tuple[str, str, str | None]] = {  # status: message, type, code
-    400: ("Bad request", _REQUEST, None), 401: ("Incorrect API key provided", _REQUEST, "invalid_api_key"),
-    403: ("You are not allowed to access this resource", _REQUEST, None),
-    404: ("The model does not exist", _REQUEST, "model_not_found"), 408: ("Request timed out", "timeout", None),
-    413: ("Request too large", _REQUEST, None), 429: ("Rate limit reached", "requests", "rate_limit_exceeded"),
-    500: ("The server had an error while processing your request", _SERVER, None),
-    502: ("Bad gateway", _SERVER, None), 503: ("The engine is currently overloaded", _SERVER, None),
-    504: ("Gateway timeout", _SERVER, None),
-}
+_MESSAGES = {401: "Incorrect API key provided", 404: "The model does not exist", 429: "Rate limit reached",
+             500: "The server had an error while processing your request", 503: "The engine is currently overloaded"}
+_CODES = {401: "invalid_api_key", 404: "model_not_found", 429: "rate_limit_exceeded"}
 
 
 def error_body(status: int, message: str | None = None, code: str | None = None) -> bytes:
     """OpenAI's ``{"error": {"message", "type", "param", "code"}}`` for ``status``, defaults filled in."""
-    default, type_, default_code = _FAULTS.get(status, (f"HTTP {status}", _SERVER if status >= 500 else _REQUEST, None))
-    error = {"message": f"{default} (fake server)" if message is None else message, "type": type_, "param": None}
-    return json.dumps({"error": {**error, "code": code or default_code}}).encode()
+    kind = {408: "timeout", 429: "requests"}.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    default = _MESSAGES.get(status) or responses.get(status, f"HTTP {status}")
+    error = {"message": f"{default} (fake server)" if message is None else message, "type": kind, "param": None}
+    return json.dumps({"error": {**error, "code": code or _CODES.get(status)}}).encode()
 
 
 def fault(status: int, *, body: Mapping[str, Any] | str | bytes | None = None, message: str | None = None,

@@ -21,45 +21,83 @@ import contextlib
 import json
 import logging
 import multiprocessing
+import socket
 import threading
 from collections import deque
 from multiprocessing.connection import Connection
 from multiprocessing.context import SpawnProcess
 from typing import Any, Self
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import script
 from .script import *  # noqa: F403 (the script's names are importable from here)
 from .script import Responder, Step, ToolCall, as_step, error_body
-from .serving import BackgroundServer
-from .wire import MODELS, Answer, Plan, embeddings, fake_embedding, render
+from .wire import MODELS, Answer, Hangup, embeddings, fake_embedding, render
 
 __all__ = ["FakeLLMServer", "FakeLLMServerProcess", "fake_embedding", *script.__all__]
 
 logger = logging.getLogger(__name__)
+_STOPPING = "robotlab fake server stopping"
 
 
-def _json(body: bytes, status: int = 200) -> Response:
-    return Response(body, status, media_type="application/json")
+def _quiet(record: logging.LogRecord) -> bool:
+    """Keep scripted hang-ups, and the requests a stop cancels, out of uvicorn's error log."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return not isinstance(exc, Hangup) and not (isinstance(exc, asyncio.CancelledError) and _STOPPING in exc.args)
 
 
-async def _not_found(request: Request, exc: Exception) -> Response:
-    return _json(error_body(404, f"Unknown route: {request.method} {request.url.path}", "not_found"), 404)
+logging.getLogger("uvicorn.error").addFilter(_quiet)
 
 
-async def _models(request: Request) -> Response:
-    return _json(MODELS)
+class _Uvicorn(uvicorn.Server):
+    """uvicorn in a daemon thread, stopped at once: its own loop polls for exit every 0.1 s and its stop waits."""
+
+    def __init__(self, app: ASGIApp, sock: socket.socket) -> None:
+        super().__init__(uvicorn.Config(
+            app, interface="asgi3", http="h11", ws="none", lifespan="off", log_config=None, log_level="warning",
+            access_log=False, proxy_headers=False, server_header=False, date_header=False, timeout_keep_alive=3600))
+        self.ready, self.exit, self.loop = threading.Event(), asyncio.Event(), asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._serve_socket, args=(sock,), name="robotlab-fake-llm", daemon=True)
+
+    def _serve_socket(self, sock: socket.socket) -> None:
+        try:
+            self.loop.run_until_complete(self.serve(sockets=[sock]))
+        finally:
+            sock.close()
+            self.loop.close()
+            self.ready.set()
+
+    async def main_loop(self) -> None:
+        """Serve until told to exit."""
+        self.ready.set()
+        await self.exit.wait()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Stop listening and drop every connection."""
+        for server in self.servers:
+            server.close()
+        await self.drop()
+
+    async def drop(self) -> None:
+        """Drop every open connection, cancelling the requests in flight."""
+        for connection in list(self.server_state.connections):
+            connection.transport.abort()
+        for task in (tasks := list(self.server_state.tasks)):
+            task.cancel(_STOPPING)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
-class _Address:
-    """What both fake servers share: where they listen, and ``with`` starting and stopping them."""
+class _Served:
+    """Where a fake server listens, and ``with`` (or ``async with``) starting and stopping it."""
 
     _host: str
-    _port: int | None
+    _port: int | None = None
 
     def start(self) -> Self:
         """Start serving (idempotent) and return ``self``."""
@@ -99,29 +137,27 @@ class _Address:
         return f"{self.url}/v1"
 
 
-class FakeLLMServer(_Address):
+class FakeLLMServer(_Served):
     """A fake OpenAI-compatible chat completions server on 127.0.0.1, run in a daemon thread.
 
-    Configure it from any thread: :meth:`script`, :meth:`push`, :attr:`default`, :attr:`latency` (seconds
-    before each chat completion response) and :attr:`responder`. :attr:`requests` holds the JSON bodies
-    received so far; :meth:`wait_for_requests` blocks until enough have arrived.
+    Configure it from any thread: :meth:`script`, :meth:`push`, :attr:`default`, :attr:`latency` (seconds before
+    each chat completion response) and :attr:`responder`. :attr:`requests` holds the JSON bodies received so far, and
+    :meth:`wait_for_requests` blocks until enough have arrived.
     """
 
     def __init__(self, *steps: Step | str | ToolCall, default: Step | str | ToolCall | None = None,
                  latency: float = 0.0, responder: Responder | None = None, host: str = "127.0.0.1", port: int = 0,
                  ) -> None:
         """Script it with ``steps`` (and the keyword arguments); it listens once started."""
-        self._host, self._requested_port, self._port = host, port, None
+        self._host, self._requested_port = host, port
+        self._server: _Uvicorn | None = None
         self._cond = threading.Condition()
         self._script: deque[Step] = deque(as_step(s) for s in steps)
         self._requests: list[dict[str, Any]] = []
         self._embedding_requests: list[dict[str, Any]] = []
+        self._clients: set[tuple[str, int]] = set()
         self.default = default
-        self.latency = latency
-        self.responder = responder
-        self.connection_count = 0
-        """How many TCP connections were accepted (to check keep-alive reuse)."""
-        self._server: BackgroundServer | None = None
+        self.latency, self.responder = latency, responder
         endpoints = [("chat/completions", self._chat, "POST"), ("embeddings", self._embeddings, "POST"),
                      ("models", _models, "GET")]
         routes = [Route(f"{prefix}/{path}{slash}", endpoint, methods=[method]) for path, endpoint, method in endpoints
@@ -131,24 +167,49 @@ class FakeLLMServer(_Address):
     def start(self, timeout: float = 30.0) -> Self:
         """Start serving (idempotent) once it listens and return ``self``; ``OSError`` if the port is taken."""
         if self._server is None:
-            server = BackgroundServer(self._app, self._count_connection)
-            self._port = server.start_thread(self._host, self._requested_port, timeout)
-            self._server = server
+            sock = socket.create_server((self._host, self._requested_port),
+                                        family=socket.AF_INET6 if ":" in self._host else socket.AF_INET)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it
+            self._port, self._server = sock.getsockname()[1], (server := _Uvicorn(self._asgi, sock))
+            server.thread.start()
+            if not server.ready.wait(timeout) or not server.started:
+                self.stop()
+                raise RuntimeError(f"the fake server did not start on {self._host} within {timeout:g} s")
         return self
 
     def stop(self) -> None:
         """Stop serving and close every connection (idempotent). The server can be started again."""
         if self._server is not None:
-            self._server.stop_thread()
+            with contextlib.suppress(RuntimeError):  # its loop is closed already
+                self._server.loop.call_soon_threadsafe(self._server.exit.set)
+            self._server.thread.join(timeout=5)
         self._server = self._port = None
 
     def close_connections(self) -> None:
         """Drop every open connection now (idle keep-alive ones too); the server keeps listening."""
         if self._server is not None:
-            self._server.drop_connections_now()
+            asyncio.run_coroutine_threadsafe(self._server.drop(), self._server.loop).result(timeout=5)
 
-    def _count_connection(self) -> None:
-        self.connection_count += 1
+    @property
+    def default(self) -> Step | None:
+        """The step used when the script is empty; ``None`` answers 500 ``"fake server script exhausted"``."""
+        return self._default
+
+    @default.setter
+    def default(self, step: Step | str | ToolCall | None) -> None:
+        self._default = None if step is None else as_step(step)
+
+    @property
+    def connection_count(self) -> int:
+        """How many TCP connections sent a request (told apart by the client's address), to check keep-alive."""
+        with self._cond:
+            return len(self._clients)
+
+    async def _asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("client"):
+            with self._cond:
+                self._clients.add(tuple(scope["client"]))
+        await self._app(scope, receive, send)
 
     def script(self, *steps: Step | str | ToolCall) -> None:
         """Replace the script with ``steps``, answered one per request in order."""
@@ -168,15 +229,6 @@ class FakeLLMServer(_Address):
         """How many scripted steps have not been used yet."""
         with self._cond:
             return len(self._script)
-
-    @property
-    def default(self) -> Step | None:
-        """The step used when the script is empty; ``None`` answers 500 ``"fake server script exhausted"``."""
-        return self._default
-
-    @default.setter
-    def default(self, step: Step | str | ToolCall | None) -> None:
-        self._default = None if step is None else as_step(step)
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -208,26 +260,25 @@ class FakeLLMServer(_Address):
         try:
             body = json.loads(await request.body())
         except ValueError as exc:
-            return _json(error_body(400, f"We could not parse the JSON body of your request. ({exc})"), 400)
+            return _error(400, f"We could not parse the JSON body of your request. ({exc})")
         if not isinstance(body, dict):
-            return _json(error_body(400, "The JSON body of your request must be an object."), 400)
+            return _error(400, "The JSON body of your request must be an object.")
         with self._cond:
             self._requests.append(body)
             self._cond.notify_all()
         try:
-            answer = self.responder(body) if self.responder is not None else None
+            found = self.responder(body) if self.responder is not None else None
             with self._cond:
-                step = self._script.popleft() if answer is None and self._script else self._default
-            step = as_step(answer) if answer is not None else step
+                step = self._script.popleft() if found is None and self._script else self._default
+            step = as_step(found) if found is not None else step
+            answer = render(step, body) if step is not None else None
         except Exception as exc:
             logger.exception("FakeLLMServer: responder raised")
-            step = None
-            plan = Plan.json(500, error_body(500, f"fake server responder raised {type(exc).__name__}: {exc}"))
-        else:
-            plan = render(step, body) if step else Plan.json(500, error_body(500, "fake server script exhausted"))
-        if self.latency + plan.delay > 0:
-            await asyncio.sleep(self.latency + plan.delay)
-        return Answer(plan)
+            return _error(500, f"fake server responder raised {type(exc).__name__}: {exc}", delay=self.latency)
+        if answer is None:
+            return _error(500, "fake server script exhausted", delay=self.latency)
+        answer.delay += self.latency
+        return answer
 
     async def _embeddings(self, request: Request) -> Response:
         try:
@@ -240,86 +291,84 @@ class FakeLLMServer(_Address):
             return _json(error_body(400, str(exc)), 400)
 
 
+def _error(status: int, message: str, delay: float = 0.0) -> Answer:
+    return Answer(status, error_body(status, message), delay=delay)
+
+
+def _json(body: bytes, status: int = 200) -> Response:
+    return Response(body, status, media_type="application/json")
+
+
+async def _models(request: Request) -> Response:
+    return _json(MODELS)
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return _json(error_body(404, f"Unknown route: {request.method} {request.url.path}", "not_found"), 404)
+
+
 def _serve_in_child(conn: Connection, steps: tuple[Step, ...], options: dict[str, Any]) -> None:
-    """Run a :class:`FakeLLMServer` in this (child) process until the parent says stop or goes away."""
-    server = FakeLLMServer(*steps, **options)
     try:
-        server.start()
+        server = FakeLLMServer(*steps, **options).start()
     except BaseException as exc:
-        return conn.send(("error", f"{type(exc).__name__}: {exc}"))
-    conn.send(("port", server.port))
+        return conn.send(f"{type(exc).__name__}: {exc}")
+    conn.send(server.port)
     with contextlib.suppress(EOFError, OSError):  # EOF: the parent went away
         while conn.recv() == "requests":
             conn.send(server.requests)
     server.stop()
 
 
-class FakeLLMServerProcess(_Address):
+class FakeLLMServerProcess(_Served):
     """A :class:`FakeLLMServer` run in a child process, so its CPU never competes with the caller's GIL.
 
-    For benchmarks: a real provider is another machine. Same wire behaviour and keyword arguments as
-    :class:`FakeLLMServer`, but fixed when built: the steps, ``default``, ``latency`` and ``responder`` are
-    pickled into the child (``multiprocessing`` "spawn"), so a responder must be a module-level function, and
-    a script starting one needs the ``if __name__ == "__main__":`` guard. :attr:`requests` asks the child.
+    For benchmarks: a real provider is another machine. It takes :class:`FakeLLMServer`'s arguments, pickled into
+    the child when it starts (``multiprocessing`` "spawn"): a responder must be a module-level function, and a
+    script starting one needs the ``if __name__ == "__main__":`` guard. :attr:`requests` asks the child.
     """
 
-    def __init__(self, *steps: Step | str | ToolCall, default: Step | str | ToolCall | None = None,
-                 latency: float = 0.0, responder: Responder | None = None, host: str = "127.0.0.1", port: int = 0,
-                 start_timeout: float = 30.0) -> None:
-        """Keep everything the child gets when it starts; ``start_timeout`` bounds the wait for its port."""
-        self._steps = tuple(as_step(s) for s in steps)
-        default = None if default is None else as_step(default)
-        self._options = {"default": default, "latency": latency, "responder": responder, "host": host, "port": port}
-        self._host, self._start_timeout, self._port = host, start_timeout, None
+    def __init__(self, *steps: Step | str | ToolCall, start_timeout: float = 30.0, **options: Any) -> None:
+        """Keep what the child gets; ``start_timeout`` bounds the wait for its port."""
+        self._args, self._start_timeout = (tuple(as_step(s) for s in steps), options), start_timeout
+        self._host, self._lock = options.get("host", "127.0.0.1"), threading.Lock()
         self._child: tuple[SpawnProcess, Connection] | None = None
-        self._lock = threading.Lock()
 
     def start(self) -> Self:
         """Start the child process (idempotent) once it listens, and return ``self``."""
-        if self._child is not None:
-            return self
-        context = multiprocessing.get_context("spawn")
-        conn, child_conn = context.Pipe()
-        process = context.Process(target=_serve_in_child, args=(child_conn, self._steps, self._options),
-                                  name="robotlab-fake-llm-server", daemon=True)
-        try:
-            process.start()  # pickles the steps and the responder before the child exists
-        except Exception as exc:
-            conn.close()
-            raise TypeError("FakeLLMServerProcess sends its steps and responder to a child process, so they must be "
-                            f"picklable (give a module-level function as responder, not a lambda): {exc}") from exc
-        finally:
-            child_conn.close()
-        try:
-            kind, value = conn.recv() if conn.poll(self._start_timeout) else ("error", "no port in time")
-        except EOFError:
-            kind, value = "error", "the child exited (is the main module guarded by if __name__ == '__main__'?)"
-        if kind == "error":
-            process.kill()
-            process.join()
-            conn.close()
-            raise RuntimeError(f"FakeLLMServerProcess failed to start: {value}")
-        self._child, self._port = (process, conn), int(value)
+        if self._child is None:
+            context = multiprocessing.get_context("spawn")
+            conn, child_conn = context.Pipe()
+            process = context.Process(target=_serve_in_child, args=(child_conn, *self._args), daemon=True)
+            try:
+                process.start()  # pickles the steps and the responder before the child exists
+            except Exception as exc:
+                raise TypeError("FakeLLMServerProcess sends its steps and responder to a child process, so they "
+                                "must be picklable (give a module-level function as responder, not a lambda): "
+                                f"{exc}") from exc
+            finally:
+                child_conn.close()
+            try:
+                answer = conn.recv() if conn.poll(self._start_timeout) else "no port in time"
+            except EOFError:
+                answer = "the child exited (is the main module guarded by if __name__ == '__main__'?)"
+            self._child = (process, conn)
+            if not isinstance(answer, int):
+                self.stop()
+                raise RuntimeError(f"FakeLLMServerProcess failed to start: {answer}")
+            self._port = answer
         return self
 
     def stop(self) -> None:
         """Stop the child process (idempotent). The server can be started again."""
-        if self._child is None:
-            return
-        process, conn = self._child
-        with self._lock, contextlib.suppress(OSError):
-            conn.send("stop")
-        process.join(timeout=5)
-        if process.is_alive():
+        if self._child is not None:
+            process, conn = self._child
+            with self._lock, contextlib.suppress(OSError):
+                conn.send("stop")
+            process.join(timeout=5)
             process.kill()
             process.join()
-        conn.close()
+            conn.close()
         self._child = self._port = None
-
-    def _running(self) -> tuple[SpawnProcess, Connection]:
-        if self._child is None:
-            raise RuntimeError("FakeLLMServerProcess is not running; call start() or use it as a context manager")
-        return self._child
 
     @property
     def pid(self) -> int:
@@ -329,8 +378,12 @@ class FakeLLMServerProcess(_Address):
     @property
     def requests(self) -> list[dict[str, Any]]:
         """The chat completion request bodies the child received so far, in order (fetched over a pipe)."""
-        conn = self._running()[1]
         with self._lock:
-            conn.send("requests")
-            answer: list[dict[str, Any]] = conn.recv()
+            self._running()[1].send("requests")
+            answer: list[dict[str, Any]] = self._running()[1].recv()
         return answer
+
+    def _running(self) -> tuple[SpawnProcess, Connection]:
+        if self._child is None:
+            raise RuntimeError("FakeLLMServerProcess is not running; call start() or use it as a context manager")
+        return self._child
