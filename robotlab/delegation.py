@@ -99,7 +99,8 @@ class DelegationFuture:
                 return self._outcome()
             self._callbacks.append(wake)
         try:
-            await asyncio.wait_for(event.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await event.wait()
         except TimeoutError:
             raise self._timeout_error(timeout) from None
         finally:

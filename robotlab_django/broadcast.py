@@ -117,7 +117,8 @@ def _what(message: dict[str, Any], group: str) -> str:
 
 async def _send_to(layer: Any, group: str, message: dict[str, Any]) -> None:
     try:
-        await asyncio.wait_for(layer.group_send(group, message), _publish_timeout())
+        async with asyncio.timeout(_publish_timeout()):  # not wait_for: Python 3.11's can swallow a cancel
+            await layer.group_send(group, message)
     except Exception:
         logger.exception("robotlab: could not publish %s", _what(message, group))
 
@@ -133,7 +134,8 @@ async def group_send(layer: Any, group: str, message: dict[str, Any]) -> None:
         return
     future = asyncio.run_coroutine_threadsafe(_send_to(layer, group, message), home)
     try:
-        await asyncio.wait_for(asyncio.wrap_future(future), _publish_timeout() + 1.0)
+        async with asyncio.timeout(_publish_timeout() + 1.0):
+            await asyncio.wrap_future(future)
     except Exception:  # the consumers' loop itself is stuck
         future.cancel()
         logger.exception("robotlab: could not publish %s", _what(message, group))

@@ -136,7 +136,8 @@ class ConnectionPoller(ConnectionManager):
             task = asyncio.ensure_future(client._raw_request(message))
             self._pending.add(task)
             try:
-                return await asyncio.wait_for(task, timeout)
+                async with asyncio.timeout(timeout):
+                    return await task
             except TimeoutError:
                 raise MCPError(
                     f"MCP server did not respond within {seconds(timeout)}s", retryable=True

@@ -204,7 +204,8 @@ class WaiterSet:
         if present:
             return value
         try:
-            return await asyncio.wait_for(waiter.future, timeout)
+            async with asyncio.timeout(timeout):
+                return await waiter.future
         except TimeoutError:
             present, value = self._unregister(key, waiter)
             if present:

@@ -293,7 +293,8 @@ class ScriptTool(Tool):
             )
             returncode: int | None
             try:
-                returncode = await asyncio.wait_for(process.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    returncode = await process.wait()
             except TimeoutError:
                 _kill_group(process)
                 await process.wait()

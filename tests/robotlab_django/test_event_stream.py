@@ -12,7 +12,7 @@ from django.db import connections
 
 from robotlab.streaming import Event
 from robotlab.testing import FakeLLM, text
-from robotlab_django import event_stream, services
+from robotlab_django import broadcast, event_stream, services
 from robotlab_django.broadcast import MESSAGE_TYPE, SWEEP_DELAY, thread_group
 from robotlab_django.event_stream import FLUSH_DELTAS, Coalescer, persist_events
 from robotlab_django.models import RunEvent
@@ -307,3 +307,23 @@ def test_a_run_executed_again_numbers_its_events_after_the_old_ones() -> None:
     services.execute_run(row.pk, llm=FakeLLM([text("second try")]))
     seqs = list(RunEvent.objects.filter(result=row).order_by("pk").values_list("seq", flat=True))
     assert seqs[:len(first)] == first and seqs == sorted(seqs) and len(set(seqs)) == len(seqs) > len(first)
+
+
+async def test_a_cancel_that_comes_as_a_publish_completes_is_not_lost() -> None:
+    """A run cancelled just as its batch reached the layer stops at its next await.
+
+    Python 3.11's ``asyncio.wait_for`` returns the result instead when its inner send finishes in the same step
+    as the cancel, and the run streamed on for seconds after a user cancelled it (the flaky cancel test).
+    """
+    class Layer:  # the send completes in the very step the run is cancelled
+        async def group_send(self, group: str, message: dict[str, Any]) -> None:
+            run.cancel()
+
+    async def publish_then_go_on() -> str:
+        await broadcast.publish(Layer(), {"type": MESSAGE_TYPE, "thread": 1})
+        await asyncio.sleep(0)
+        return "went on streaming"
+
+    run = asyncio.ensure_future(publish_then_go_on())
+    with pytest.raises(asyncio.CancelledError):
+        await run
