@@ -3,10 +3,12 @@
 :class:`OpenAICompatibleLLM` talks to OpenAI itself or anything that speaks its chat API (vLLM, Ollama,
 LM Studio, llama.cpp's server, a proxy) over one pooled ``httpx.AsyncClient``, without litellm's request
 pipeline. Why hand-written: measured by ``benchmarks/streaming_cost.py`` against one fake server process
-on the project's 2-core machine, a streamed token costs this client 14-25 us of CPU, the official openai SDK
-about 150 us and litellm 540-650 us; a tool round (``benchmarks/peers.py``, 0 ms latency) takes 6.6 ms here
-against the SDK's 9.3 ms. That CPU is serialized by the GIL when many robots call the model at once. It is
-what :class:`~robotlab.llm.transport.AutoLLM` uses for OpenAI-compatible models by default, or pass
+on the project's 2-core machine, a streamed token costs a robot on this client 9-12 us of CPU, the official
+openai SDK alone about 150 us and litellm alone 380-480 us; a tool round (``benchmarks/peers.py``, 0 ms
+latency) takes 6.6 ms here against the SDK's 9.3 ms. Its SSE parsing is httpx's ``aiter_lines``: ``httpx-sse``'s
+parser cost 1.21x as much CPU per token on the same stream (13.1 against 10.8 us, ``benchmarks/sse_parsing.py``).
+That CPU is serialized by the GIL when many robots call the model at once. It is what
+:class:`~robotlab.llm.transport.AutoLLM` uses for OpenAI-compatible models by default, or pass
 ``llm=OpenAICompatibleLLM(...)`` to :func:`robotlab.build` yourself.
 
 Requests, answers, streaming, token usage and errors map exactly as with :class:`~robotlab.llm.LLMClient`.

@@ -1,4 +1,4 @@
-"""benchmarks/admin.py and benchmarks/import_time.py run standalone (timings are reported, not asserted)."""
+"""benchmarks/admin.py, import_time.py and sse_parsing.py run standalone (timings are reported, not asserted)."""
 
 from __future__ import annotations
 
@@ -33,3 +33,11 @@ def test_the_import_benchmark_prints_both_cases() -> None:
                              capture_output=True, text=True, timeout=300)
     assert process.returncode == 0, process.stderr
     assert re.search(r"^import: cached=\d+ source=\d+ \(median of 2\)$", process.stdout, re.M), process.stdout
+
+
+def test_the_sse_parsing_benchmark_counts_every_token_both_ways() -> None:
+    process = subprocess.run([sys.executable, str(BENCHMARKS / "sse_parsing.py"), "--runs", "1", "--rounds", "1"],
+                             capture_output=True, text=True, timeout=300)
+    assert process.returncode == 0, process.stderr
+    assert re.search(r"^aiter_lines +\d+\.\d us/token", process.stdout, re.M), process.stdout
+    assert re.search(r"^httpx-sse / aiter_lines: \d+\.\d\d$", process.stdout, re.M), process.stdout
