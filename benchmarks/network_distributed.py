@@ -14,7 +14,9 @@ runs ``ROBOTLAB["DISTRIBUTED_NETWORKS"]`` turns through ``EXECUTOR = "celery"`` 
 * ``wall``: a single turn, from dispatch to its row finished (median of ``--runs``),
 * ``critical``: 3 L, and ``wall/critical``,
 * ``workers``: how many distinct worker processes ran a branch of that turn,
-* ``turns/s``: 20 turns dispatched at once, divided by the time until the last one finished.
+* ``turns/s``: 20 turns dispatched at once, divided by the time until the last one finished,
+* ``worker CPU``: the worker processes' CPU time over those turns, per turn (its start, plan, the branches and
+  reduce are 11 jobs): on this 2-core machine a turn's wall cannot fall below that CPU spread over the cores.
 
 The broker, result backend and channel layer are Redis database 10 (``--redis-url``); the database is a
 fresh PostgreSQL database on 127.0.0.1:5432 (dropped after) with ``--db postgres``, else a SQLite file.
@@ -136,6 +138,16 @@ def throughput(concurrent: int) -> float:
     return concurrent / (time.perf_counter() - start)
 
 
+def cpu_seconds(workers: list[subprocess.Popen[bytes]]) -> float:
+    """User and system CPU seconds the worker processes (their threads included) have used so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for worker in workers:
+        fields = Path(f"/proc/{worker.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
 def measure(count: int, env: dict[str, str], workdir: Path, runs: int, concurrent: int) -> dict[str, Any]:
     """The figures for ``count`` worker processes."""
     import redis
@@ -145,10 +157,12 @@ def measure(count: int, env: dict[str, str], workdir: Path, runs: int, concurren
     try:
         one_turn()  # warm-up: the workers are up, their connections open
         turns = [one_turn() for _ in range(runs)]
+        cpu = cpu_seconds(workers)
         rate = throughput(concurrent)
+        cpu = (cpu_seconds(workers) - cpu) / concurrent
     finally:
         stop_workers(workers)
-    return {"processes": count, "wall": statistics.median(t[0] for t in turns),
+    return {"processes": count, "wall": statistics.median(t[0] for t in turns), "cpu_per_turn": cpu,
             "workers": max(t[1] for t in turns), "statuses": sorted({t[2] for t in turns}), "turns_per_s": rate}
 
 
@@ -186,7 +200,8 @@ def main() -> None:
                 print(f"{count} worker process(es): wall {figures['wall'] * 1000:.0f} ms, critical path "
                       f"{critical * 1000:.0f} ms, wall/critical {figures['wall'] / critical:.2f}, branches on "
                       f"{figures['workers']} worker(s), {args.concurrent} concurrent turns: "
-                      f"{figures['turns_per_s']:.2f} turns/s ({', '.join(figures['statuses'])})", flush=True)
+                      f"{figures['turns_per_s']:.2f} turns/s ({', '.join(figures['statuses'])}); worker CPU "
+                      f"{figures['cpu_per_turn'] * 1000:.0f} ms a turn ({BRANCHES + 3} jobs)", flush=True)
         finally:
             from django.db import connections
 
