@@ -173,6 +173,9 @@ class Config(BaseSettings):
     """Default circuit-breaker limit for robots that set none."""
     streaming_enabled: bool = True
     """Whether hosts (the Django app) stream by default."""
+    gc_freeze: bool = True
+    """Freeze the objects alive once litellm is imported out of the garbage collector's full collections
+    (:func:`gc.freeze`), which otherwise walk litellm's 380,000 objects each time (:mod:`robotlab.llm._litellm`)."""
     redis_url: str | None = None
     """Redis for shared memory; ``REDIS_URL`` is used when unset."""
 

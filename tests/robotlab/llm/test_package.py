@@ -34,3 +34,19 @@ def test_importing_the_package_loads_neither_litellm_nor_httpx() -> None:
     code = "import sys, robotlab.llm; print('litellm' in sys.modules, 'httpx' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert out.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize(("setting", "frozen"), [(None, True), ("false", False)])
+def test_loading_litellm_freezes_what_is_alive_then_unless_turned_off(setting: str | None, frozen: bool) -> None:
+    """litellm's 380,000 import-time objects leave the garbage collector's full collections (``gc.freeze``)."""
+    import os
+
+    code = ("import gc; from robotlab.llm import load_litellm; before = gc.get_freeze_count(); load_litellm(); "
+            "print(before, gc.get_freeze_count())")
+    env = {k: v for k, v in os.environ.items() if k != "ROBOT_LAB_GC_FREEZE"}
+    if setting is not None:
+        env["ROBOT_LAB_GC_FREEZE"] = setting
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
+    before, after = map(int, out.split())
+    assert before == 0
+    assert (after > 100_000) is frozen, out
