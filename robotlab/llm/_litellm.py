@@ -8,8 +8,9 @@ After the import, the objects alive then (litellm's price map and provider table
 objects) are moved out of the garbage collector's reach with :func:`gc.freeze`, after one
 :func:`gc.collect` so no garbage is frozen. Without that, each full collection walks them all: about 250 ms
 a time on the project's 2-core machine, three times per 10,000 streamed tokens, 65-77 us of CPU per token
-through litellm, and a 250 ms pause in whatever the process was streaming (``benchmarks/streaming_cost.py``;
-forced litellm went from a median of 534 to 456 us a token in four alternating pairs). The frozen objects
+through litellm, and a 250 ms pause in whatever the process was streaming (``benchmarks/streaming_cost.py``:
+forced litellm went from a median of 534 to 456 us a token in four alternating pairs, and from 1.13 to 1.05 of
+litellm alone over the benchmark's rounds). The frozen objects
 are still freed when nothing refers to them; only a reference cycle among objects alive at that moment would
 never be collected. The ``gc_freeze`` setting (``ROBOT_LAB_GC_FREEZE=false``) turns it off.
 """
