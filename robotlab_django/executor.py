@@ -56,9 +56,19 @@ def _execute_here(pk: Any) -> None:
 
 @receiver(network_turns.task_rows_queued)
 def _dispatch_task_rows(sender: Any = None, pks: Any = (), **kwargs: Any) -> None:
-    """Dispatch the task rows a distributed network turn just queued (its tasks whose dependencies are done)."""
+    """Dispatch the task rows a distributed network turn just queued (its tasks whose dependencies are done).
+
+    Every row is tried even when one fails (a locked or dropped database), then the first error is raised: the
+    job's retry sends the rows left unsent (:func:`robotlab_django.network_turns.resend_unsent`).
+    """
+    errors: list[Exception] = []
     for pk in pks:
-        dispatch(pk)
+        try:
+            dispatch(pk)
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 def _execute_in_background(pk: Any) -> None:

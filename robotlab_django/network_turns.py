@@ -70,7 +70,7 @@ from .runnables import build_network
 from .sync_bridge import blocking, call_sync
 
 __all__ = ["ADVANCE_ATTEMPTS", "MEMORY_TTL", "SEQ_BLOCK", "aadvance", "abegin", "aexecute", "arun_task",
-           "distributed_networks", "execute", "is_distributed", "settle_exhausted", "task_rows_queued"]
+           "distributed_networks", "execute", "is_distributed", "resend_unsent", "settle_exhausted", "task_rows_queued"]
 
 logger = logging.getLogger("robotlab_django")
 
@@ -449,6 +449,27 @@ def execute(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = No
         return row, []
     row.refresh_from_db()
     return row, _announce_queued(type(row), queued)
+
+
+def resend_unsent(row: Any) -> list[Any]:
+    """Dispatch again the task rows of ``row``'s turn that were queued but never sent (sync code only).
+
+    A job's dispatch of the rows it queued can fail after its turn state committed (a locked or dropped
+    database): its retry then finds its own row finished and skips it, and without this the rows would wait
+    for ``robotlab_requeue_stuck``. A row is unsent while it is ``queued`` with no Celery ``task_id``; one that
+    is being sent right now may go twice, and its claim makes the second delivery a no-op.
+
+    Returns:
+        The primary keys sent again.
+    """
+    if not is_distributed(row) or app_settings.EXECUTOR != "celery":
+        return []
+    turn_pk = row.parent_id if row.parent_id is not None else row.pk
+    unsent = type(row).objects.filter(parent_id=turn_pk, status=Status.QUEUED, task_id="").order_by("pk")
+    pks = list(unsent.values_list("pk", flat=True))
+    if pks:
+        logger.warning("robotlab: sending the unsent task rows %s of network turn %s again", pks, turn_pk)
+    return _announce_queued(type(row), pks)
 
 
 def _announce_queued(sender: Any, queued: list[Any]) -> list[Any]:

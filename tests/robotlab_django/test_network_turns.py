@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import OperationalError
 
 from robotlab.network import TurnState
 from robotlab.testing import FakeLLM, raise_, text, tool_call
@@ -191,3 +192,46 @@ def test_the_admin_page_of_a_turn_draws_its_task_graph(admin_client: Any, script
     task = task_rows(turn)[0]
     assert '<svg class="robotlab-graph"' not in admin_client.get(
         reverse("admin:robotlab_robotresult_change", args=[task.pk])).content.decode()  # a task row has no graph
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dispatch_cut_short_by_the_database_is_finished_by_the_jobs_retry(
+        scripted_llm: Script, settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan's job queued four branches, and sending one of them hit a locked database.
+
+    The others still go, and the job fails, so Celery retries it. The retry finds the plan done and sends the
+    row left unsent. Before, the turn waited for ``robotlab_requeue_stuck``: a benchmark turn on two SQLite
+    workers hung with three branches queued and never sent.
+    """
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "EXECUTOR": "celery", "DISTRIBUTED_NETWORKS": True,
+                         "NETWORKS": {"fanout": "tests.robotlab_django.fanout.fanout_network"}}
+    monkeypatch.setenv("ROBOTLAB_TEST_FANOUT", "4")
+    scripted_llm(text("four parts"))
+    sent: list[Any] = []
+    monkeypatch.setattr(executor, "_send", lambda pk, task_id, queue: sent.append(pk))  # the broker
+    turn = start_run("fan", "fanout", "Split it")
+    runner.deliver(turn.pk)  # the turn begins: its plan is queued and sent
+    [plan] = task_rows(turn)
+    assert sent == [plan.pk]
+    enqueue, refused = executor.enqueue, []
+
+    def locked_once(result: Any, *, queue: str | None = None) -> str:
+        if len(sent) == 2 and not refused:  # the second branch
+            refused.append(getattr(result, "pk", result))
+            raise OperationalError("database is locked")
+        return enqueue(result, queue=queue)
+
+    monkeypatch.setattr(executor, "enqueue", locked_once)
+    with pytest.raises(OperationalError, match="database is locked"):
+        runner.deliver(plan.pk)
+    branches = [row for row in task_rows(turn) if row.task_name.startswith("branch_")]
+    assert len(branches) == 4 and len(refused) == 1
+    assert sorted(sent[1:]) == sorted(row.pk for row in branches if row.pk not in refused)  # the others went
+    assert RobotResult.objects.get(pk=refused[0]).task_id == ""
+
+    outcome = runner.deliver(plan.pk, retried=True)  # Celery's retry of the plan's job
+    assert outcome["skipped"] is True and outcome["status"] == Status.COMPLETED
+    assert sorted(sent[1:]) == sorted(row.pk for row in branches)
+    assert RobotResult.objects.get(pk=refused[0]).task_id != ""
+    runner.deliver(plan.pk, retried=True)  # nothing is left unsent: nothing goes twice
+    assert len(sent) == 5
