@@ -64,7 +64,7 @@ from .budgets import DatabaseLedger
 from .chat_history import load_history
 from .conf import app_settings
 from .event_stream import astream_run, publish_failure
-from .records import append_result, current_worker, outcome_fields, reply_text, save_row
+from .records import append_results, current_worker, outcome_fields, reply_text, save_row
 from .registry import registry
 from .runnables import build_network
 from .sync_bridge import blocking, call_sync
@@ -159,10 +159,11 @@ def _commit(turn: Any, version: int, state: TurnState, started: list[str], netwo
         if started:
             thread = swappable.thread_model().objects.get(pk=turn.thread_id)
             count = model.objects.filter(parent_id=turn.pk).count()
-            for index, name in enumerate(started, count + 1):
-                queued.append(append_result(thread, robot_name=str(getattr(network.tasks[name].robot, "name", name)),
-                              task_name=name, parent_id=turn.pk, delegated_by=turn.robot_name,
-                              run_id=f"{turn.run_id}.{index}", status=Status.QUEUED).pk)
+            rows = append_results(thread, [
+                {"robot_name": str(getattr(network.tasks[name].robot, "name", name)), "task_name": name,
+                 "parent_id": turn.pk, "delegated_by": turn.robot_name, "run_id": f"{turn.run_id}.{index}",
+                 "status": Status.QUEUED} for index, name in enumerate(started, count + 1)])
+            queued = [row.pk for row in rows]
         if finish is not None:
             save_row(turn, finish)
     turn.turn_state, turn.turn_version = fields["turn_state"], version + 1

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -31,7 +32,8 @@ from .conf import app_settings
 from .encoders import RobotLabJSONEncoder
 from .registry import registry
 
-__all__ = ["APPEND_ATTEMPTS", "AttachmentsTooLargeError", "Outcome", "append_result", "check_attachments",
+__all__ = ["APPEND_ATTEMPTS", "AttachmentsTooLargeError", "Outcome", "append_result", "append_results",
+           "check_attachments",
            "check_message", "current_worker", "get_thread", "outcome_fields", "reply_text", "save_row", "start_run",
            "store_outcome"]
 
@@ -87,29 +89,45 @@ def append_result(thread: Any, **fields: Any) -> Any:
     Returns:
         The new result row.
     """
+    return append_results(thread, [fields])[0]
+
+
+def append_results(thread: Any, rows: Sequence[dict[str, Any]]) -> list[Any]:
+    """Insert ``rows`` (each one result's fields) on ``thread``, numbered in order, as :func:`append_result` does.
+
+    One lock, one read of the last number and one thread update for all of them: a network turn queues its
+    parallel tasks' rows at once.
+
+    Returns:
+        The new result rows, in order.
+    """
     thread_model = type(thread)
     result_model = swappable.result_model()
-    text = fields.get("input") or ""
+    text = next((str(fields["input"]) for fields in reversed(rows) if fields.get("input")), "")
+    robot_name = next((fields["robot_name"] for fields in rows if fields.get("robot_name")), "")
     for attempt in range(APPEND_ATTEMPTS):
         try:
             with transaction.atomic():
                 current = (thread_model.objects.select_for_update().filter(pk=thread.pk)
                            .values("robot_name", "initial_input", "user_id").get())
                 last = result_model.objects.filter(thread_id=thread.pk).aggregate(last=Max("sequence_number"))
-                row = result_model.objects.create(thread=thread, sequence_number=(last["last"] or 0) + 1, **fields)
-                rollups.count_new(row, user_id=current["user_id"])
+                base = last["last"] or 0
+                created = [result_model.objects.create(thread=thread, sequence_number=base + index, **fields)
+                           for index, fields in enumerate(rows, 1)]
+                for row in created:
+                    rollups.count_new(row, user_id=current["user_id"])
                 now = timezone.now()
                 updates: dict[str, Any] = {"updated_at": now}
                 if text:
                     updates.update(last_user_message=text, last_user_message_at=now)
                     if not current["initial_input"]:
                         updates["initial_input"] = text
-                if not current["robot_name"] and fields.get("robot_name"):
-                    updates["robot_name"] = fields["robot_name"]
+                if not current["robot_name"] and robot_name:
+                    updates["robot_name"] = robot_name
                 thread_model.objects.filter(pk=thread.pk).update(**updates)
                 for name, value in updates.items():
                     setattr(thread, name, value)
-                return row
+                return created
         except IntegrityError:
             if attempt == APPEND_ATTEMPTS - 1:
                 raise
