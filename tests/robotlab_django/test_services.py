@@ -13,6 +13,7 @@ import robotlab
 from robotlab.testing import FakeLLM, raise_, text, tool_call
 from robotlab_django import executor, services
 from robotlab_django.models import RobotResult, Status, Thread
+from robotlab_django.records import append_results
 from robotlab_django.registry import UnknownRobotError
 
 pytestmark = pytest.mark.django_db
@@ -142,6 +143,17 @@ def test_append_result_retries_a_sequence_clash() -> None:
     assert clashes == [1]
     assert row.sequence_number == 1
     assert list(RobotResult.objects.values_list("robot_name", flat=True)) == ["echo"]
+
+
+def test_append_results_numbers_several_rows_in_order_under_one_lock() -> None:
+    thread = services.get_thread("s1")
+    services.append_result(thread, robot_name="echo", input="first")
+    rows = append_results(thread, [{"robot_name": "a", "task_name": "x"}, {"robot_name": "b", "input": "later"},
+                                   {"robot_name": "c", "task_name": "z"}])
+    assert [(r.sequence_number, r.robot_name) for r in rows] == [(2, "a"), (3, "b"), (4, "c")]
+    assert all(r.pk is not None for r in rows)
+    thread.refresh_from_db()
+    assert (thread.last_user_message, thread.initial_input, thread.robot_name) == ("later", "first", "echo")
 
 
 def test_the_owner_is_set_on_new_threads(django_user_model: Any) -> None:
