@@ -12,6 +12,8 @@ import ast
 from collections.abc import Iterator, Set
 from pathlib import Path
 
+from tests.parsing import parse
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "robotlab"
 
@@ -60,7 +62,7 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     modules = module_files(root, package)
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = parse(path.read_text(), str(path))
         hidden = _type_checking_nodes(tree)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Import | ast.ImportFrom) or id(node) in hidden:

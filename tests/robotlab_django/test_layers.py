@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.parsing import parse
+
 PACKAGE = "robotlab_django"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE
 
@@ -70,7 +72,7 @@ def _imports(path: Path) -> list[Import]:
     if name == "":
         package = []
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = [PACKAGE, *package][:len(package) + 2 - node.level]
