@@ -5,8 +5,10 @@ The ``fanout`` network of the tests (tests/robotlab_django/fanout.py) with 8 bra
 a child process, as a real provider is another machine). The reducer joins the branch results without a
 model call (``ROBOTLAB_TEST_REDUCER=instant``: a ``FakeLLM``), so the critical path is plan -> branch,
 2 L = 400 ms, the figure the spec's B3 states (B3 as ``benchmarks/network.py`` runs it has an LLM reducer,
-hence 3 L = 600 ms there). ``--llm direct`` uses ``robotlab.OpenAICompatibleLLM`` (plain httpx) instead of
-litellm, to show how much of the wall is litellm's per-call CPU.
+hence 3 L = 600 ms there). The robots call the server through litellm (``LLMClient``); ``--llm auto`` uses
+RobotLab's default transport (``AutoLLM``, what ``ROBOTLAB["API_BASE"]`` gives an app) and ``--llm direct``
+one ``robotlab.OpenAICompatibleLLM`` per process (plain httpx), to show how much of the wall is litellm's
+per-call CPU.
 
 For 1, 2 and 4 worker processes (``celery worker --pool=threads -c 16``: the jobs are I/O bound), it
 runs ``ROBOTLAB["DISTRIBUTED_NETWORKS"]`` turns through ``EXECUTOR = "celery"`` and prints:
@@ -174,8 +176,9 @@ def main() -> None:
     parser.add_argument("--counts", default="1,2,4")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/10")
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
-    parser.add_argument("--llm", choices=("server", "direct"), default="server",
-                        help="server: litellm (LLMClient); direct: robotlab.OpenAICompatibleLLM (plain httpx)")
+    parser.add_argument("--llm", choices=("server", "auto", "direct"), default="server",
+                        help="server: litellm (LLMClient); auto: RobotLab's default transport (AutoLLM, what "
+                             "ROBOTLAB['API_BASE'] gives); direct: robotlab.OpenAICompatibleLLM (plain httpx)")
     args = parser.parse_args()
     from robotlab.testing.server import FakeLLMServerProcess, reply
 

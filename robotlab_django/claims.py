@@ -44,15 +44,20 @@ logger = logging.getLogger("robotlab_django")
 WAITING = (Status.QUEUED, Status.RETRYING)
 
 
-def claim(row: Any) -> bool:
-    """Mark the waiting ``row`` running and count the attempt; ``False`` when another worker already took it."""
+def claim(row: Any, **fields: Any) -> bool:
+    """Mark the waiting ``row`` running and count the attempt; ``False`` when another worker already took it.
+
+    ``fields`` (such as the ``worker`` that claims it) are set by the same update.
+    """
     now = timezone.now()
     claimed = type(row).objects.filter(pk=row.pk, status__in=WAITING).update(
-        status=Status.RUNNING, attempts=F("attempts") + 1, started_at=now, updated_at=now)
+        status=Status.RUNNING, attempts=F("attempts") + 1, started_at=now, updated_at=now, **fields)
     if not claimed:
         row.refresh_from_db()
         return False
     row.status, row.started_at, row.attempts = Status.RUNNING, now, row.attempts + 1
+    for name, value in fields.items():
+        setattr(row, name, value)
     return True
 
 

@@ -430,11 +430,9 @@ def execute(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = No
     Returns:
         ``(row, queued primary keys)``.
     """
-    if not claims.claim(row):
-        return row, []
     worker, pid = current_worker()  # here: Celery's current task is known in the job's own thread only
-    type(row).objects.filter(pk=row.pk).update(worker=worker, worker_pid=pid)
-    row.worker, row.worker_pid = worker, pid
+    if not claims.claim(row, worker=worker, worker_pid=pid):
+        return row, []
     try:
         queued = call_sync(aexecute, row, llm=llm, options=options, on_event=on_event)
     except Exception as exc:  # the network could not be built or started: the row fails, and so does its turn

@@ -107,7 +107,7 @@ def append_results(thread: Any, rows: Sequence[dict[str, Any]]) -> list[Any]:
     robot_name = next((fields["robot_name"] for fields in rows if fields.get("robot_name")), "")
     for attempt in range(APPEND_ATTEMPTS):
         try:
-            with transaction.atomic():
+            with transaction.atomic(), rollups.batch():  # their rollups in one write, locked last
                 current = (thread_model.objects.select_for_update().filter(pk=thread.pk)
                            .values("robot_name", "initial_input", "user_id").get())
                 last = result_model.objects.filter(thread_id=thread.pk).aggregate(last=Max("sequence_number"))
@@ -234,7 +234,8 @@ def save_row(row: Any, fields: dict[str, Any]) -> bool:
     """Store a finished run's ``fields`` on ``row`` (and the instance), stamping it and its thread.
 
     The first end a run reaches wins: a row cancelled meanwhile keeps ``cancelled`` (nothing is written
-    and ``False`` is returned; :mod:`robotlab_django.run_watch` stores what the run produced).
+    and ``False`` is returned; :mod:`robotlab_django.run_watch` stores what the run produced). A task row of a
+    network turn (it has a ``parent``) leaves the thread's stamp to its turn's row.
     """
     now = timezone.now()
     fields.update(finished_at=now, updated_at=now)
@@ -242,7 +243,8 @@ def save_row(row: Any, fields: dict[str, Any]) -> bool:
         if not rollups.update_rows(type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED), **fields):
             row.status = Status.CANCELLED
             return False
-        swappable.thread_model().objects.filter(pk=row.thread_id).update(updated_at=now)
+        if getattr(row, "parent_id", None) is None:
+            swappable.thread_model().objects.filter(pk=row.thread_id).update(updated_at=now)
     for name, value in fields.items():
         setattr(row, name, value)
     return True

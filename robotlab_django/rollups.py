@@ -30,7 +30,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, cast
 
 from django.apps import apps as global_apps
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import Count, F, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -118,23 +118,64 @@ class _Deltas:
         self.write(using)
 
     def write(self, using: str | None) -> None:
-        model = rollup_model()
-        manager = model._default_manager.db_manager(using)
-        for (day, robot, llm, user), (runs, tokens_in, tokens_out, cost) in sorted(self.rows.items()):
-            if not (runs or tokens_in or tokens_out or cost):
+        """Apply the deltas in key order (every transaction locks rollup rows in the same order).
+
+        A key that gains runs is upserted; consecutive ones go in one ``INSERT ... ON CONFLICT DO UPDATE`` on
+        PostgreSQL and SQLite (a network turn queues its tasks' rows at once: one statement for all their keys,
+        instead of seven each while the keys are new). A key that loses runs is updated, and dropped once it
+        counts none.
+        """
+        manager = rollup_model()._default_manager.db_manager(using)
+        gains: list[tuple[Key, list[Any]]] = []
+        for key, values in sorted(self.rows.items()):
+            if not any(values):
                 continue
-            change = {"runs": F("runs") + runs, "input_tokens": F("input_tokens") + tokens_in,
-                      "output_tokens": F("output_tokens") + tokens_out, "cost": F("cost") + cost}
+            if values[0] >= 0:
+                gains.append((key, values))
+                continue
+            _upsert(manager, gains)
+            gains = []
+            fields = dict(zip(("day", "robot_name", "model", "user_id"), key, strict=True))
+            manager.filter(**fields).update(**_change(values))
+            manager.filter(**fields, runs=0).delete()
+        _upsert(manager, gains)
+
+
+_SUMS = ("runs", "input_tokens", "output_tokens", "cost")
+
+
+def _change(values: list[Any]) -> dict[str, Any]:
+    return {name: F(name) + value for name, value in zip(_SUMS, values, strict=True)}
+
+
+def _upsert(manager: Any, gains: list[tuple[Key, list[Any]]]) -> None:
+    """Add ``gains`` to their rollup rows, creating the missing ones."""
+    if not gains:
+        return
+    connection = connections[manager.db]
+    if connection.vendor not in ("postgresql", "sqlite"):  # no portable upsert: update, else create
+        for (day, robot, llm, user), values in gains:
             key = {"day": day, "robot_name": robot, "model": llm, "user_id": user}
-            if runs < 0:  # rows left this key: drop it once it counts none
-                manager.filter(**key).update(**change)
-                manager.filter(**key, runs=0).delete()
-            elif not manager.filter(**key).update(**change):
-                with transaction.atomic(using=using):  # a savepoint: a racing insert wins, then we update
-                    row, created = manager.get_or_create(**key, defaults={
-                        "runs": runs, "input_tokens": tokens_in, "output_tokens": tokens_out, "cost": cost})
+            if not manager.filter(**key).update(**_change(values)):
+                with transaction.atomic(using=manager.db):  # a savepoint: a racing insert wins, then we update
+                    row, created = manager.get_or_create(**key, defaults=dict(zip(_SUMS, values, strict=True)))
                 if not created:
-                    manager.filter(pk=row.pk).update(**change)
+                    manager.filter(pk=row.pk).update(**_change(values))
+        return
+    meta, quote, ops = manager.model._meta, connection.ops.quote_name, connection.ops
+    table = quote(meta.db_table)
+    keys = [quote(meta.get_field(name).column) for name in ("day", "robot_name", "model", "user_id")]
+    sums = [quote(meta.get_field(name).column) for name in _SUMS]
+    params: list[Any] = []
+    for (day, robot, llm, user), (runs, tokens_in, tokens_out, cost) in gains:
+        params += [ops.adapt_datefield_value(day), robot, llm, user, runs, tokens_in, tokens_out,
+                   ops.adapt_decimalfield_value(Decimal(cost), 20, 8)]
+    row = "(" + ", ".join(["%s"] * 8) + ")"
+    sql = (f"INSERT INTO {table} ({', '.join(keys + sums)}) VALUES {', '.join([row] * len(gains))} "
+           f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET "
+           + ", ".join(f"{column} = {table}.{column} + EXCLUDED.{column}" for column in sums))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
 
 
 _UNKNOWN = object()
@@ -191,7 +232,7 @@ def update_rows(queryset: Any, **fields: Any) -> int:
     if not COUNTED.intersection(fields):
         return int(queryset.update(**fields))
     using = queryset.db
-    with transaction.atomic(using=using):
+    with transaction.atomic(using=using, savepoint=False):  # inside a caller's transaction: no savepoint
         before = list(queryset.select_for_update(of=("self",)).values(*_READ))
         if not before:
             return 0

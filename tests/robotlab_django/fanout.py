@@ -6,20 +6,22 @@ Worker processes get them through the environment: ``ROBOTLAB_TEST_NETWORKS='{"f
 and ``ROBOTLAB_TEST_LLM_BASE=<the fake OpenAI-compatible server's base URL>``; ``ROBOTLAB_TEST_FANOUT`` sets
 how many branches (4 by default); ``ROBOTLAB_TEST_REDUCER=instant`` makes ``reduce`` answer without a model
 call (a :class:`~robotlab.testing.FakeLLM`, so the critical path is plan -> branch: the B3 benchmark's 2 L);
-``ROBOTLAB_TEST_LLM=tests.robotlab_django.fanout.direct_llm`` talks to the server without litellm.
+``ROBOTLAB_TEST_LLM=tests.robotlab_django.fanout.direct_llm`` talks to the server without litellm, and
+``...fanout.auto_llm`` through RobotLab's default transport.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Any
 
 import robotlab
-from robotlab.llm import LLMClient
+from robotlab.llm import AutoLLM, LLMClient
 from robotlab.tools import Tool
 
-__all__ = ["NOTES_ENV", "AwaitSignal", "SendSignal", "branch_count", "direct_llm", "fanout_network", "note",
+__all__ = ["NOTES_ENV", "AwaitSignal", "SendSignal", "auto_llm", "branch_count", "direct_llm", "fanout_network", "note",
            "relay_network",
            "server_llm", "system_prompt"]
 
@@ -44,10 +46,19 @@ def server_llm() -> LLMClient:
     return LLMClient(api_base=os.environ["ROBOTLAB_TEST_LLM_BASE"], api_key="sk-fake", num_retries=0)
 
 
+@functools.cache
 def direct_llm() -> robotlab.OpenAICompatibleLLM:
-    """A plain-httpx client for the fake server at ``ROBOTLAB_TEST_LLM_BASE`` (no litellm), no retries."""
+    """A plain-httpx client for the fake server at ``ROBOTLAB_TEST_LLM_BASE`` (no litellm), no retries.
+
+    One per process, as an application would hold it: its connection pool then outlives a job.
+    """
     return robotlab.OpenAICompatibleLLM(api_base=os.environ["ROBOTLAB_TEST_LLM_BASE"], api_key="sk-fake",
                                         num_retries=0)
+
+
+def auto_llm() -> AutoLLM:
+    """RobotLab's default transport (what the app builds from ``ROBOTLAB["API_BASE"]``) for the fake server."""
+    return AutoLLM(api_base=os.environ["ROBOTLAB_TEST_LLM_BASE"], api_key="sk-fake", num_retries=0)
 
 
 def note(text: str) -> str:

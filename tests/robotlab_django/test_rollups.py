@@ -118,6 +118,26 @@ def test_erasing_a_user_folds_their_rollups_into_the_anonymous_ones(owner: Any) 
     assert [(r[3], r[4], r[5]) for r in _snapshot()] == [("", 2, 15)]
 
 
+def test_rows_queued_at_once_are_counted_with_one_statement_and_moved_when_they_finish() -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from robotlab_django.records import append_results, save_row
+
+    thread = Thread.objects.create()
+    with CaptureQueriesContext(connection) as queries:
+        rows = append_results(thread, [{"robot_name": f"branch_{i}"} for i in range(8)])
+    writes = [q["sql"] for q in queries.captured_queries if "usagerollup" in q["sql"]]
+    assert len(writes) == 1 and "ON CONFLICT" in writes[0]  # eight new keys, one upsert
+    append_results(thread, [{"robot_name": "branch_0"}])  # an existing key gains a run
+    save_row(rows[0], {"status": Status.COMPLETED, "model": "fake", "input_tokens": 3, "cost": Decimal("0.5")})
+    assert [(r[1], r[2], r[4], r[5], r[7]) for r in _assert_rollups_equal_the_rows() if r[1] == "branch_0"] == [
+        ("branch_0", "", 1, 0, Decimal(0)), ("branch_0", "fake", 1, 3, Decimal("0.5"))]
+    for row in [rows[1], *RobotResult.objects.filter(robot_name="branch_0", model="")]:
+        save_row(row, {"status": Status.FAILED, "model": "fake"})
+    assert not UsageRollup.objects.filter(model="", robot_name__in=["branch_0", "branch_1"]).exists()  # none left
+
+
 def _bulk(count: int, *, robot: str = "echo", status: str = Status.COMPLETED) -> None:
     threads = Thread.objects.bulk_create([Thread() for _ in range(count)])
     RobotResult.objects.bulk_create([
