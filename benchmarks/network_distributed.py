@@ -5,10 +5,10 @@ The ``fanout`` network of the tests (tests/robotlab_django/fanout.py) with 8 bra
 a child process, as a real provider is another machine). The reducer joins the branch results without a
 model call (``ROBOTLAB_TEST_REDUCER=instant``: a ``FakeLLM``), so the critical path is plan -> branch,
 2 L = 400 ms, the figure the spec's B3 states (B3 as ``benchmarks/network.py`` runs it has an LLM reducer,
-hence 3 L = 600 ms there). The robots call the server through litellm (``LLMClient``); ``--llm auto`` uses
-RobotLab's default transport (``AutoLLM``, what ``ROBOTLAB["API_BASE"]`` gives an app) and ``--llm direct``
-one ``robotlab.OpenAICompatibleLLM`` per process (plain httpx), to show how much of the wall is litellm's
-per-call CPU.
+hence 3 L = 600 ms there). The robots call the server through RobotLab's default transport (``AutoLLM``,
+what ``ROBOTLAB["API_BASE"]`` gives an app: the direct client for this OpenAI-compatible server);
+``--llm server`` forces litellm (``LLMClient``) and ``--llm direct`` uses one ``robotlab.OpenAICompatibleLLM``
+per process, to show how much of a job's CPU is litellm's.
 
 For 1, 2 and 4 worker processes (``celery worker --pool=threads -c 16``: the jobs are I/O bound), it
 runs ``ROBOTLAB["DISTRIBUTED_NETWORKS"]`` turns through ``EXECUTOR = "celery"`` and prints:
@@ -18,14 +18,17 @@ runs ``ROBOTLAB["DISTRIBUTED_NETWORKS"]`` turns through ``EXECUTOR = "celery"`` 
 * ``workers``: how many distinct worker processes ran a branch of that turn,
 * ``turns/s``: 20 turns dispatched at once, divided by the time until the last one finished,
 * ``worker CPU``: the worker processes' CPU time over those turns, per turn (its start, plan, the branches and
-  reduce are 11 jobs): on this 2-core machine a turn's wall cannot fall below that CPU spread over the cores.
+  reduce are 11 jobs): on this 2-core machine a turn's wall cannot fall below that CPU spread over the cores,
+* ``machine busy``: how busy every core of the machine was over those turns (workers, database, Redis, the fake
+  server and this script): near 100 %, more worker processes cannot add throughput.
 
 The broker, result backend and channel layer are Redis database 10 (``--redis-url``); the database is a
 fresh PostgreSQL database on 127.0.0.1:5432 (dropped after) with ``--db postgres``, else a SQLite file.
 The last line reads ``distributed: workers=<n> wall/critical=<ratio> turns/s 1w=<a> 2w=<b> 4w=<c>``
 (``n`` and the ratio for the largest worker count).
 
-    .venv/bin/python benchmarks/network_distributed.py [--runs 3] [--latency 0.2] [--concurrent 20] [--db postgres]
+    .venv/bin/python benchmarks/network_distributed.py [--runs 3] [--latency 0.2] [--concurrent 20]
+        [--db postgres] [--llm server]
 """
 
 from __future__ import annotations
@@ -150,6 +153,25 @@ def cpu_seconds(workers: list[subprocess.Popen[bytes]]) -> float:
     return total / ticks
 
 
+def machine_ticks() -> tuple[int, int]:
+    """This machine's busy and total CPU ticks so far, over every core (``/proc/stat``)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle, iowait
+    return sum(values) - idle, sum(values)
+
+
+def report_stuck(workdir: Path, count: int) -> None:
+    """Print the unfinished turns' task rows and the end of each worker's log (the work directory goes)."""
+    from robotlab_django.models import RobotResult
+
+    for turn in RobotResult.objects.filter(parent__isnull=True).exclude(status__in=FINISHED):
+        rows = RobotResult.objects.filter(parent_id=turn.pk).order_by("pk")
+        print(f"turn {turn.pk} {turn.status}: " + ", ".join(
+            f"{row.task_name} {row.status} x{row.attempts} {row.error_type}" for row in rows), file=sys.stderr)
+    for log in sorted(workdir.glob(f"worker{count}-*.log")):
+        print(f"--- {log.name}", *log.read_text(errors="replace").splitlines()[-40:], sep="\n", file=sys.stderr)
+
+
 def measure(count: int, env: dict[str, str], workdir: Path, runs: int, concurrent: int) -> dict[str, Any]:
     """The figures for ``count`` worker processes."""
     import redis
@@ -159,13 +181,18 @@ def measure(count: int, env: dict[str, str], workdir: Path, runs: int, concurren
     try:
         one_turn()  # warm-up: the workers are up, their connections open
         turns = [one_turn() for _ in range(runs)]
-        cpu = cpu_seconds(workers)
+        cpu, (busy, total) = cpu_seconds(workers), machine_ticks()
         rate = throughput(concurrent)
         cpu = (cpu_seconds(workers) - cpu) / concurrent
+        busy_after, total_after = machine_ticks()
+    except TimeoutError:
+        report_stuck(workdir, count)
+        raise
     finally:
         stop_workers(workers)
     return {"processes": count, "wall": statistics.median(t[0] for t in turns), "cpu_per_turn": cpu,
-            "workers": max(t[1] for t in turns), "statuses": sorted({t[2] for t in turns}), "turns_per_s": rate}
+            "workers": max(t[1] for t in turns), "statuses": sorted({t[2] for t in turns}), "turns_per_s": rate,
+            "machine_busy": (busy_after - busy) / max(1, total_after - total)}
 
 
 def main() -> None:
@@ -176,9 +203,9 @@ def main() -> None:
     parser.add_argument("--counts", default="1,2,4")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/10")
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
-    parser.add_argument("--llm", choices=("server", "auto", "direct"), default="server",
-                        help="server: litellm (LLMClient); auto: RobotLab's default transport (AutoLLM, what "
-                             "ROBOTLAB['API_BASE'] gives); direct: robotlab.OpenAICompatibleLLM (plain httpx)")
+    parser.add_argument("--llm", choices=("auto", "server", "direct"), default="auto",
+                        help="auto: RobotLab's default transport (AutoLLM, what ROBOTLAB['API_BASE'] gives an app); "
+                             "server: litellm (LLMClient); direct: one robotlab.OpenAICompatibleLLM per process")
     args = parser.parse_args()
     from robotlab.testing.server import FakeLLMServerProcess, reply
 
@@ -204,7 +231,8 @@ def main() -> None:
                       f"{critical * 1000:.0f} ms, wall/critical {figures['wall'] / critical:.2f}, branches on "
                       f"{figures['workers']} worker(s), {args.concurrent} concurrent turns: "
                       f"{figures['turns_per_s']:.2f} turns/s ({', '.join(figures['statuses'])}); worker CPU "
-                      f"{figures['cpu_per_turn'] * 1000:.0f} ms a turn ({BRANCHES + 3} jobs)", flush=True)
+                      f"{figures['cpu_per_turn'] * 1000:.0f} ms a turn ({BRANCHES + 3} jobs), machine "
+                      f"{figures['machine_busy']:.0%} busy over {os.cpu_count()} cores", flush=True)
         finally:
             from django.db import connections
 
