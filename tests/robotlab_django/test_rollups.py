@@ -138,6 +138,19 @@ def test_rows_queued_at_once_are_counted_with_one_statement_and_moved_when_they_
     assert not UsageRollup.objects.filter(model="", robot_name__in=["branch_0", "branch_1"]).exists()  # none left
 
 
+def test_a_database_without_upserts_counts_the_same_rows_key_by_key(monkeypatch: Any) -> None:
+    from django.db import connection
+
+    from robotlab_django.records import append_results, save_row
+
+    monkeypatch.setattr(connection, "vendor", "mysql")  # no ON CONFLICT: update, else get_or_create
+    thread = Thread.objects.create()
+    rows = append_results(thread, [{"robot_name": "a"}, {"robot_name": "b"}, {"robot_name": "a"}])
+    save_row(rows[0], {"status": Status.COMPLETED, "model": "fake", "output_tokens": 2, "cost": Decimal("0.25")})
+    assert [(r[1], r[2], r[4], r[6], r[7]) for r in _assert_rollups_equal_the_rows()] == [
+        ("a", "", 1, 0, Decimal(0)), ("a", "fake", 1, 2, Decimal("0.25")), ("b", "", 1, 0, Decimal(0))]
+
+
 def _bulk(count: int, *, robot: str = "echo", status: str = Status.COMPLETED) -> None:
     threads = Thread.objects.bulk_create([Thread() for _ in range(count)])
     RobotResult.objects.bulk_create([
