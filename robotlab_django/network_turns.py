@@ -18,10 +18,11 @@ the turn's scheduling state, a :class:`robotlab.network.TurnState`, is stored on
    as in one process). Its events (``step.*`` and its robot's, tagged ``task`` and ``robot``) carry the
    turn's ``run_id`` and are stored under the task's row, numbered from a block of its own
    (:data:`SEQ_BLOCK` per task) so the turn's events stay unique and each task's stay in order.
-3. It stores its row, then advances the turn (:func:`aadvance`): ``complete`` (or ``fail``) on the stored
-   state, the next ready tasks, their rows, and the state, all applied with one conditional update over the
-   version it read, so two tasks finishing at once on two workers each apply their result once and every
-   next task gets exactly one row (the loser reads the state again and retries).
+3. It advances the turn (:func:`aadvance`): ``complete`` (or ``fail``) on the stored state, then its own
+   row, the next ready tasks, their rows, and the state, all applied in one transaction with one conditional
+   update over the version it read, so two tasks finishing at once on two workers each apply their result once
+   and every next task gets exactly one row (the loser reads the state again and retries). A database error
+   (:data:`DATABASE_ERRORS`) stores none of it: the job's retry runs the task again from its checkpoints.
 4. When the state is done the same update finishes the turn's row (the final reply, the chat messages
    ``[user, assistant]``), and ``run.completed`` (or ``run.failed``) and ``stream.ended`` go out once.
 
@@ -38,7 +39,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
@@ -69,8 +70,9 @@ from .registry import registry
 from .runnables import build_network
 from .sync_bridge import blocking, call_sync
 
-__all__ = ["ADVANCE_ATTEMPTS", "MEMORY_TTL", "SEQ_BLOCK", "aadvance", "abegin", "aexecute", "arun_task",
-           "distributed_networks", "execute", "is_distributed", "resend_unsent", "settle_exhausted", "task_rows_queued"]
+__all__ = ["ADVANCE_ATTEMPTS", "DATABASE_ERRORS", "MEMORY_TTL", "SEQ_BLOCK", "aadvance", "abegin", "aexecute",
+           "arun_task", "distributed_networks", "execute", "is_distributed", "resend_unsent", "settle_exhausted",
+           "task_rows_queued"]
 
 logger = logging.getLogger("robotlab_django")
 
@@ -84,6 +86,8 @@ _ROBOT_LIFECYCLE = (RUN_STARTED, RUN_COMPLETED, RUN_FAILED)
 _ROUTING = "(routing)"  # the key of a routing error among the state's errors
 _FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
 
+#: Errors of the database itself (unreachable, locked): a job that meets one is retried, its turn does not fail.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
 #: Sent (``pks``: the task rows just queued, committed) by :func:`execute` and :func:`settle_exhausted`, from
 #: sync code; :mod:`robotlab_django.executor` dispatches them.
 task_rows_queued = Signal()
@@ -141,11 +145,12 @@ def _load(pk: Any) -> Any:
 
 
 def _commit(turn: Any, version: int, state: TurnState, started: list[str], network: Network,
-            finish: dict[str, Any] | None) -> list[Any] | None:
+            finish: dict[str, Any] | None, outcome: tuple[Any, dict[str, Any]] | None = None) -> list[Any] | None:
     """Apply ``state`` over ``version``.
 
-    Store it, add a queued row per started task, finish the turn when ``finish`` is given. The new rows' primary
-    keys; ``None`` when another worker changed the turn first (nothing is written).
+    Store it with the ``outcome`` (a task row and its columns) that changed it, add a queued row per started task,
+    finish the turn when ``finish`` is given. The new rows' primary keys; ``None`` when another worker changed the
+    turn first (nothing is written).
     """
     model = type(turn)
     now = timezone.now()
@@ -155,6 +160,8 @@ def _commit(turn: Any, version: int, state: TurnState, started: list[str], netwo
             fields["started_at"] = now  # the lease measures how long the turn has not moved
         if not model.objects.filter(pk=turn.pk, turn_version=version).update(**fields):
             return None
+        if outcome is not None:
+            save_row(*outcome)
         queued: list[Any] = []
         if started:
             thread = swappable.thread_model().objects.get(pk=turn.thread_id)
@@ -170,8 +177,12 @@ def _commit(turn: Any, version: int, state: TurnState, started: list[str], netwo
     return queued
 
 
-def _finish_fields(turn: Any, state: TurnState, network: Network) -> dict[str, Any]:
-    """The turn row's columns once ``state`` is done: completed with the final reply, or failed."""
+def _finish_fields(turn: Any, state: TurnState, network: Network,
+                   outcome: tuple[Any, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The turn row's columns once ``state`` is done: completed with the final reply, or failed.
+
+    ``outcome`` is the task row (and its columns) stored with this state, not in the database yet.
+    """
     elapsed = (timezone.now() - turn.created_at).total_seconds()
     base: dict[str, Any] = {"duration": elapsed, "input_tokens": 0, "output_tokens": 0, "cost": Decimal(0),
                             "delegated_by": ""}
@@ -189,17 +200,27 @@ def _finish_fields(turn: Any, state: TurnState, network: Network) -> dict[str, A
         "status": Status.COMPLETED, "reply": reply, "messages": messages, "error": "", "error_type": ""}
     fields.update(base)
     if isinstance(value, RobotResult):  # the robot whose reply ends the network failed: so did the turn
-        last = (type(turn).objects.filter(parent_id=turn.pk, robot_name=value.robot_name, status=Status.FAILED)
-                .order_by("-pk").first())
-        if last is not None:
-            fields.update(status=Status.FAILED, error=last.error or last.error_type, error_type=last.error_type,
-                          messages=[])
+        if outcome is not None and outcome[0].robot_name == value.robot_name:
+            failure = (outcome[1].get("error", ""), outcome[1].get("error_type", "")) if (
+                outcome[1].get("status") == Status.FAILED) else None
+        else:
+            failure = (type(turn).objects.filter(parent_id=turn.pk, robot_name=value.robot_name,
+                                                 status=Status.FAILED)
+                       .order_by("-pk").values_list("error", "error_type").first())
+        if failure is not None:
+            error, error_type = failure
+            fields.update(status=Status.FAILED, error=error or error_type, error_type=error_type, messages=[])
             fields.pop("reply", None)
     return fields
 
 
-async def _settle(turn: Any, network: Network, change: Callable[[TurnState], None] | None) -> list[Any]:
+async def _settle(turn: Any, network: Network, change: Callable[[TurnState], None] | None,
+                  outcome: tuple[Any, dict[str, Any]] | None = None) -> list[Any]:
     """Apply ``change`` to the stored state, advance it and commit, retrying over other workers' changes.
+
+    ``outcome`` (a task row and its columns) is stored in the same transaction as the state it changes, so a
+    database error leaves both as they were: the task is still running, and the job's retry runs it again
+    (from its checkpoints). When the turn no longer waits for the task, the outcome is stored alone.
 
     Returns:
         The primary keys of the task rows queued (``[]`` too when ``change`` was a duplicate).
@@ -207,27 +228,31 @@ async def _settle(turn: Any, network: Network, change: Callable[[TurnState], Non
     for _ in range(ADVANCE_ATTEMPTS):
         fresh = await blocking(_load, turn.pk)
         if fresh.status in _FINISHED or not fresh.turn_state:
-            return []
+            break
         state = TurnState.from_dict(fresh.turn_state)
         if change is not None:
             try:
                 change(state)
             except _Duplicate:
-                return []
+                break
         started: list[str] = []
         try:
             started = await state.advance(network.router, network.run_params(fresh.input or None))
         except Exception as exc:  # a routing error fails the turn, naming the network
             _fail_routing(state, exc)
-        finish = await blocking(_finish_fields, fresh, state, network) if state.is_done else None
-        queued = await blocking(_commit, fresh, fresh.turn_version, state, started, network, finish)
+        finish = await blocking(_finish_fields, fresh, state, network, outcome) if state.is_done else None
+        queued = await blocking(_commit, fresh, fresh.turn_version, state, started, network, finish, outcome)
         if queued is not None:
             if finish is not None:
                 await _announce(fresh, state, network)
                 if app_settings.NETWORK_MEMORY_URL:
                     await blocking(network.memory.clear)  # the turn's shared keys, for every process
             return queued
-    raise RuntimeError(f"Network turn {turn.pk} changed {ADVANCE_ATTEMPTS} times while this worker advanced it")
+    else:
+        raise RuntimeError(f"Network turn {turn.pk} changed {ADVANCE_ATTEMPTS} times while this worker advanced it")
+    if outcome is not None:
+        await blocking(save_row, *outcome)
+    return []
 
 
 class _Duplicate(Exception):
@@ -354,20 +379,25 @@ async def arun_task(row: Any, *, llm: Any = None, options: Mapping[str, Any] | N
         except run_watch.RunCancelledError:
             await run_watch.astop_cancelled(row, {"duration": time.monotonic() - started})
             return []
+        except DATABASE_ERRORS:
+            raise  # the database, not the task: the job's retry takes the row over and runs it again
         except Exception as exc:
-            await blocking(save_row, row, {"status": Status.FAILED, "error": str(exc) or type(exc).__name__,
-                                           "error_type": type(exc).__name__, "duration": time.monotonic() - started})
-            return await aadvance(turn, network, name, error=exc)
-        await blocking(save_row, row, _task_fields(turn.robot_name, flow, robot, history_length, inputs, failures,
-                                                   time.monotonic() - started))
-        return await aadvance(turn, network, name, result=flow)
+            failed = {"status": Status.FAILED, "error": str(exc) or type(exc).__name__,
+                      "error_type": type(exc).__name__, "duration": time.monotonic() - started}
+            return await aadvance(turn, network, name, error=exc, outcome=(row, failed))
+        fields = _task_fields(turn.robot_name, flow, robot, history_length, inputs, failures,
+                              time.monotonic() - started)
+        return await aadvance(turn, network, name, result=flow, outcome=(row, fields))
     finally:
         _closing(network)
 
 
 async def aadvance(turn: Any, network: Network, name: str, *, result: FlowResult | None = None,
-                   error: BaseException | str | None = None) -> list[Any]:
+                   error: BaseException | str | None = None,
+                   outcome: tuple[Any, dict[str, Any]] | None = None) -> list[Any]:
     """Record task ``name``'s ``result`` (or ``error``) on the stored turn and move the turn on, once.
+
+    ``outcome``, the task's row and its columns, is stored in the same transaction.
 
     Returns:
         The primary keys of the task rows queued (``[]`` when the task was not running any more: a duplicate).
@@ -382,7 +412,7 @@ async def aadvance(turn: Any, network: Network, name: str, *, result: FlowResult
             assert result is not None
             state.complete(name, result)
 
-    return await _settle(turn, network, change)
+    return await _settle(turn, network, change, outcome)
 
 
 def settle_exhausted(row: Any) -> list[Any]:
@@ -435,6 +465,8 @@ def execute(row: Any, *, llm: Any = None, options: Mapping[str, Any] | None = No
         return row, []
     try:
         queued = call_sync(aexecute, row, llm=llm, options=options, on_event=on_event)
+    except DATABASE_ERRORS:
+        raise  # the task's outcome and the turn's state are not stored: the job's retry runs the row again
     except Exception as exc:  # the network could not be built or started: the row fails, and so does its turn
         error, error_type = str(exc) or type(exc).__name__, type(exc).__name__
         save_row(row, {"status": Status.FAILED, "error": error, "error_type": error_type})

@@ -228,11 +228,11 @@ def deliver(result_id: Any, *, retried: bool = False, redelivered: bool = False)
         return {"result_id": result_id, "run_id": "", "status": "missing", "attempts": 0, "skipped": True}
     if skipped:
         network_turns.settle_exhausted(row)  # a network task out of attempts fails its turn
-        if retried:  # the earlier attempt may have stopped while it sent the task rows it queued
-            network_turns.resend_unsent(row)
     elif network_turns.is_distributed(row):
         row, _queued = network_turns.execute(row)  # one job of a distributed network turn
     else:
         row = execute_run(row, raise_errors=False)
+    if retried:  # the earlier attempt may have stopped while it sent the task rows it queued
+        network_turns.resend_unsent(row)
     return {"result_id": row.pk, "run_id": row.run_id, "status": str(row.status), "attempts": row.attempts,
             "skipped": skipped}

@@ -235,3 +235,45 @@ def test_a_dispatch_cut_short_by_the_database_is_finished_by_the_jobs_retry(
     assert RobotResult.objects.get(pk=refused[0]).task_id != ""
     runner.deliver(plan.pk, retried=True)  # nothing is left unsent: nothing goes twice
     assert len(sent) == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_database_error_as_a_task_result_is_applied_leaves_it_running_for_the_jobs_retry(
+        scripted_llm: Script, settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The billing task answered, and storing its row with the turn's next state hit a locked database.
+
+    Neither is stored, so the task is still running and the turn is not failed. Celery's retry of the job takes
+    the row over and runs the task again; its model call is replayed from the checkpoint, not made again. Before,
+    the job's error handler failed the turn, and when that handler met the locked database too, the retry found
+    the row completed and skipped it, leaving the turn waiting on a task that was done.
+    """
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "EXECUTOR": "celery", "DISTRIBUTED_NETWORKS": True}
+    llm = scripted_llm(text("billing"), text("Your refund is on its way."))
+    sent: list[Any] = []
+    monkeypatch.setattr(executor, "_send", lambda pk, task_id, queue: sent.append(pk))  # the broker
+    turn = start_run("s1", "helpdesk", "I was charged twice")
+    runner.deliver(turn.pk)
+    runner.deliver(sent[-1])  # the classifier, which routes to billing
+    billing = RobotResult.objects.get(pk=sent[-1])
+    commit, refused = network_turns._commit, []
+
+    def locked_once(*args: Any) -> Any:
+        if not refused:
+            refused.append(args[-1][0].pk)  # the outcome's row
+            raise OperationalError("database is locked")
+        return commit(*args)
+
+    monkeypatch.setattr(network_turns, "_commit", locked_once)
+    with pytest.raises(OperationalError, match="database is locked"):
+        runner.deliver(billing.pk)
+    billing.refresh_from_db()
+    assert refused == [billing.pk] and billing.status == Status.RUNNING and billing.reply == ""
+    assert RobotResult.objects.get(pk=turn.pk).status == Status.RUNNING
+    assert len(llm.requests) == 2
+
+    outcome = runner.deliver(billing.pk, retried=True)  # Celery's retry of the job
+    assert (outcome["skipped"], outcome["status"], outcome["attempts"]) == (False, Status.COMPLETED, 2)
+    turn.refresh_from_db()
+    assert (turn.status, turn.reply) == (Status.COMPLETED, "Your refund is on its way.")
+    assert len(llm.requests) == 2  # the billing call came from its checkpoint
+    assert TurnState.from_dict(turn.turn_state).status["billing"] == "completed"
