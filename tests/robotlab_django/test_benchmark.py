@@ -34,7 +34,8 @@ def test_network_jobs_benchmark_runs_turns_and_their_queries_stay_within_the_mea
     jobs = report["jobs"]
     assert {kind: figures["jobs"] for kind, figures in jobs.items()} == {"turn": 1, "plan": 1, "branch": 8,
                                                                          "reduce": 1}
-    # measured: 312 a turn, 26 a branch job; 420 and 31 before the rollup upserts (docs/django/distributed-networks.md)
-    assert jobs["branch"]["queries"] <= 27
-    assert report["per_turn"]["queries"] <= 330
+    # measured: 304-325 a turn, 25-28 a branch job; 404 and 31 before the rollup upserts (see
+    # docs/django/distributed-networks.md): the counting of a turn's new task rows alone added 56
+    assert jobs["branch"]["queries"] <= 28.5
+    assert report["per_turn"]["queries"] <= 340
     assert all(figures["cpu_ms"] > 0 for figures in jobs.values())
