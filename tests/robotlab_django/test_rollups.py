@@ -239,3 +239,16 @@ def test_the_usage_chart_escapes_robot_and_model_names(admin_client: Client) -> 
     body = admin_client.get("/admin/robotlab/robotresult/usage/?days=7").content.decode()
     assert "<rect" in body and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in body
     assert hostile not in body and "<img src=x" not in body
+
+
+def test_names_written_by_the_upsert_are_bound_as_parameters_and_escaped_on_the_usage_page(
+        admin_client: Client) -> None:
+    from robotlab_django.records import append_results, save_row
+
+    robot, model = "<script>alert('r')</script>'); DROP TABLE x; --", '"><img src=x onerror=alert(1)>'
+    [row] = append_results(Thread.objects.create(), [{"robot_name": robot}])  # counted by the raw ON CONFLICT upsert
+    save_row(row, {"status": Status.COMPLETED, "model": model, "input_tokens": 5, "cost": Decimal("0.5")})
+    assert [(r[1], r[2], r[4]) for r in _assert_rollups_equal_the_rows()] == [(robot, model, 1)]  # stored verbatim
+    body = admin_client.get("/admin/robotlab/robotresult/usage/?days=7").content.decode()
+    assert "<rect" in body and "&lt;script&gt;alert(&#x27;r&#x27;)&lt;/script&gt;" in body
+    assert "<script>alert" not in body and "<img src=x" not in body
