@@ -4,8 +4,15 @@ A child imports only its own path (``python benchmarks/_peers.py PATH MODE BASE_
 line. The peer frameworks (pydantic-ai, openai-agents) are not project dependencies: :func:`ensure_peers`
 installs them with ``pip install --target`` into a directory put first on the child's ``PYTHONPATH``.
 
-Modes: ``plain`` (one call, ms each), ``tool`` (a tool round: the model asks for two tools, they run, the
-model answers: two calls; ms each) and ``stream`` (CPU seconds per streamed token over a long reply).
+Modes: ``plain`` (one call, wall and CPU ms each), ``tool`` (a tool round: the model asks for two tools, they run,
+the model answers: two calls; wall and CPU ms each), ``stream`` (CPU seconds per streamed token over a long reply)
+and, for RobotLab's paths, ``tool-ab`` (tool rounds with instrumentation off, on, and on the bare SDK's floor in
+rotated batches) and ``spans`` (a tool round's telemetry calls alone, no network: ``_sdk_floor.spans_alone``).
+
+Besides the peers, RobotLab's default path runs with OpenTelemetry instrumentation off (``robotlab-off``), with the
+API only and no SDK (``robotlab``, as a project without OpenTelemetry runs it), with an SDK tracer provider
+behind a batch span processor (``robotlab-sdk``) and with an SDK meter provider as well (``robotlab-sdk-metrics``):
+``tracing_cost.py`` compares them.
 """
 
 from __future__ import annotations
@@ -24,6 +31,9 @@ ROOT = os.path.dirname(HERE)
 PEERS_DIR = os.environ.get("ROBOTLAB_BENCH_PEERS", "/tmp/robotlab-bench-peers")
 PEER_PACKAGES = ("pydantic-ai-slim[openai]", "openai-agents")
 PATHS = ("openai", "litellm", "pydantic-ai", "openai-agents", "robotlab", "robotlab-litellm")
+#: RobotLab's default path by tracing: instrumentation off, on with the API only (``robotlab``), on with an SDK
+#: tracer provider and a batch span processor, and with an SDK meter provider too.
+TRACING_PATHS = ("robotlab-off", "robotlab", "robotlab-sdk", "robotlab-sdk-metrics")
 MODEL = "gpt-4o-mini"
 
 
@@ -188,7 +198,10 @@ def make_path(path: str, base_url: str) -> dict[str, Callable[[str], Awaitable[A
     import robotlab
 
     robotlab.configure(llm={"api_base": base_url, "api_key": "sk-fake", "max_retries": 0},
-                       llm_transport="litellm" if path == "robotlab-litellm" else "auto")
+                       llm_transport="litellm" if path == "robotlab-litellm" else "auto",
+                       instrument=path != "robotlab-off")
+    if path.startswith("robotlab-sdk"):
+        install_sdk(metrics=path == "robotlab-sdk-metrics")
 
     async def r_plain(text: str) -> Any:
         return await robotlab.build(name="bench", model=f"openai/{MODEL}").arun(text)
@@ -205,8 +218,65 @@ def make_path(path: str, base_url: str) -> dict[str, Callable[[str], Awaitable[A
     return {"plain": r_plain, "tool": r_tool, "stream": r_stream}
 
 
+def install_sdk(*, metrics: bool = False) -> None:
+    """An OpenTelemetry SDK as an application sets one up: a tracer provider with a batch span processor (to an
+    exporter that drops the spans, so no network is measured) and, with ``metrics``, a meter provider aggregating
+    the metrics."""
+    from collections.abc import Sequence
+
+    from opentelemetry import metrics as metrics_api
+    from opentelemetry import trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Drop(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Drop()))
+    trace.set_tracer_provider(provider)
+    if metrics:
+        metrics_api.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()]))
+
+
+async def measure_ab(path: str, base_url: str, runs: int, warmup: int, batch: int = 10) -> dict[str, Any]:
+    """CPU ms per tool round of a RobotLab path with instrumentation off, on, and on the bare SDK's floor (the
+    same spans made by ``_sdk_floor``'s stand-ins) in rotated batches, in this one process: what the spans and
+    metrics cost and what share of it is the SDK's, the load of the machine the same for all three."""
+    import robotlab
+    from benchmarks._sdk_floor import floor_telemetry, swap
+
+    fn = make_path(path, base_url)["tool"]
+    text = prompt(0)
+    for _ in range(warmup):
+        await fn(text)
+    floor = floor_telemetry() if path != "robotlab" else {}  # API only: no SDK, no floor
+    arms = ["off", "on", "floor"] if floor else ["off", "on"]
+    seen: dict[str, list[float]] = {arm: [] for arm in arms}
+    for index in range(len(arms) * max(runs // batch, 1)):
+        arm = arms[index % len(arms)]
+        robotlab.configure(instrument=arm != "off")
+        with swap(floor if arm == "floor" else {}):
+            start = time.process_time()
+            for _ in range(batch):
+                await fn(text)
+            seen[arm].append((time.process_time() - start) / batch * 1000)
+    robotlab.configure(instrument=True)
+    return {f"{arm}_cpu_ms": values for arm, values in seen.items()}
+
+
 async def measure(path: str, mode: str, base_url: str, latency_ms: int, runs: int, warmup: int) -> dict[str, Any]:
     """Time ``runs`` sequential calls of ``mode`` after ``warmup`` (wall ms each, or CPU us per token)."""
+    if mode == "tool-ab":
+        return await measure_ab(path, base_url, runs, warmup)
+    if mode == "spans":  # the telemetry calls of a tool round alone, no network (``_sdk_floor.spans_alone``)
+        from benchmarks._sdk_floor import spans_alone
+
+        make_path(path, base_url)  # configures RobotLab and installs the SDK
+        return await asyncio.to_thread(spans_alone, f"openai/{MODEL}", runs)
     fn = make_path(path, base_url)[mode]
     text = prompt(latency_ms) if mode != "stream" else "[stream] tell me a long story"
     for _ in range(warmup):
@@ -218,12 +288,13 @@ async def measure(path: str, mode: str, base_url: str, latency_ms: int, runs: in
             tokens += await fn(text)
             cpu += time.process_time() - start
         return {"us_per_token": cpu / max(tokens, 1) * 1e6, "tokens": tokens}
-    times = []
+    times, cpu_times = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         await fn(text)
         times.append((time.perf_counter() - start) * 1000)
-    return {"ms": times}
+        cpu_times.append((time.process_time() - cpu) * 1000)
+    return {"ms": times, "cpu_ms": cpu_times}
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ def fill(runs: int) -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from robotlab_django import rollups
+    from robotlab_django.accounting import rollups
     from robotlab_django.models import RobotResult, Thread
 
     user_model = get_user_model()

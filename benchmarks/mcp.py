@@ -31,8 +31,8 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]  # this
 sys.path.insert(0, os.path.dirname(HERE))
 
 import robotlab  # noqa: E402
-from robotlab._runtime import run_sync  # noqa: E402
 from robotlab.mcp import BackgroundHTTPServer, MCPClient, discover_tools  # noqa: E402
+from robotlab.runtime import run_sync  # noqa: E402
 from robotlab.tools import Tool  # noqa: E402
 
 SERVER_CODE = textwrap.dedent('''

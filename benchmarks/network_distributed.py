@@ -18,7 +18,9 @@ runs ``ROBOTLAB["DISTRIBUTED_NETWORKS"]`` turns through ``EXECUTOR = "celery"`` 
 * ``workers``: how many distinct worker processes ran a branch of that turn,
 * ``turns/s``: 20 turns dispatched at once, divided by the time until the last one finished,
 * ``worker CPU``: the worker processes' CPU time over those turns, per turn (its start, plan, the branches and
-  reduce are 11 jobs): on this 2-core machine a turn's wall cannot fall below that CPU spread over the cores,
+  reduce: 9 jobs, as the turn's job runs the plan and the last branch's the reducer, with
+  ``ROBOTLAB["NETWORK_INLINE_TASKS"]``): on this 2-core machine a turn's wall cannot fall below that CPU spread
+  over the cores,
 * ``machine busy``: how busy every core of the machine was over those turns (workers, database, Redis, the fake
   server and this script): near 100 %, more worker processes cannot add throughput.
 
@@ -41,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,9 @@ FINISHED = ("completed", "failed")
 def environment(workdir: Path, server_url: str, redis_url: str, db: str, llm: str) -> tuple[dict[str, str], Any]:
     """The environment of the workers and of this process, and a function that drops the database."""
     os.environ["ROBOTLAB_TEST_DB"] = db
+    # the run's names on Redis, shared with the workers: tests/robotlab_django/settings.py reads it when Django
+    # loads it, after this process's environment is complete (importing it here would freeze NETWORKS empty)
+    os.environ.setdefault("ROBOTLAB_TEST_RUN_ID", uuid.uuid4().hex[:10])
     from tests.robotlab_django.faults import database_env
 
     database, drop = database_env(workdir)
@@ -67,13 +73,15 @@ def environment(workdir: Path, server_url: str, redis_url: str, db: str, llm: st
 
 
 def start_workers(count: int, env: dict[str, str], workdir: Path) -> list[subprocess.Popen[bytes]]:
-    """``count`` Celery worker processes (threads pool, 16 threads each) on queue ``default``."""
+    """``count`` Celery worker processes (threads pool, 16 threads each) on this run's queue."""
+    from tests.robotlab_django.settings import TASK_QUEUE
+
     workers = []
     for index in range(1, count + 1):
         with (workdir / f"worker{count}-{index}.log").open("ab") as log:
             workers.append(subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "tests.robotlab_django.celery_app", "worker",
-                 "--pool=threads", "-c", "16", "-Q", "default", "-n", f"bench{index}@%h", "-l", "warning",
+                 "--pool=threads", "-c", "16", "-Q", TASK_QUEUE, "-n", f"bench{index}@%h", "-l", "warning",
                  "--without-heartbeat", "--without-gossip", "--without-mingle"],
                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
     return workers
@@ -96,8 +104,8 @@ def stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
 
 def dispatch_turn() -> Any:
     """Queue a ``fanout`` turn on a new thread and send it to the workers."""
-    from robotlab_django import executor
-    from robotlab_django.records import start_run
+    from robotlab_django.runs import executor
+    from robotlab_django.runs.records import start_run
 
     row = start_run(None, "fanout", "Split the work")
     executor.dispatch(row)
@@ -172,11 +180,22 @@ def report_stuck(workdir: Path, count: int) -> None:
         print(f"--- {log.name}", *log.read_text(errors="replace").splitlines()[-40:], sep="\n", file=sys.stderr)
 
 
+def _purge(queue: str) -> None:
+    """Drop what an earlier count left in ``queue``, through Celery (so under this run's key prefix)."""
+    from kombu import Queue
+
+    from tests.robotlab_django.celery_app import app
+
+    with app.connection_for_write() as connection:
+        Queue(queue).bind(connection.default_channel).purge()
+
+
 def measure(count: int, env: dict[str, str], workdir: Path, runs: int, concurrent: int) -> dict[str, Any]:
     """The figures for ``count`` worker processes."""
-    import redis
+    from tests.robotlab_django.settings import TASK_QUEUE
 
-    redis.Redis.from_url(env["ROBOTLAB_TEST_REDIS_URL"]).delete("default")  # nothing left of an earlier count
+    # nothing left of an earlier count (the run's keys carry its prefix: no other run's are touched)
+    _purge(TASK_QUEUE)
     workers = start_workers(count, env, workdir)
     try:
         one_turn()  # warm-up: the workers are up, their connections open
@@ -231,7 +250,7 @@ def main() -> None:
                       f"{critical * 1000:.0f} ms, wall/critical {figures['wall'] / critical:.2f}, branches on "
                       f"{figures['workers']} worker(s), {args.concurrent} concurrent turns: "
                       f"{figures['turns_per_s']:.2f} turns/s ({', '.join(figures['statuses'])}); worker CPU "
-                      f"{figures['cpu_per_turn'] * 1000:.0f} ms a turn ({BRANCHES + 3} jobs), machine "
+                      f"{figures['cpu_per_turn'] * 1000:.0f} ms a turn (its start and {BRANCHES + 2} tasks), machine "
                       f"{figures['machine_busy']:.0%} busy over {os.cpu_count()} cores", flush=True)
         finally:
             from django.db import connections

@@ -1,6 +1,7 @@
 """Benchmark B6: reconnect replay. Websocket clients drop their socket every 2 s mid-stream and resume.
 
-Run it standalone (Redis must answer on 127.0.0.1:6379; database 14 is used and flushed)::
+Run it standalone (Redis must answer on 127.0.0.1:6379; database 14 is used, under this run's own
+queue, key and channel names, so it may be shared)::
 
     .venv/bin/python benchmarks/reconnect.py                     # 50 runs, 10 at a time, SQLite (WAL)
     .venv/bin/python benchmarks/reconnect.py --db postgres
@@ -20,7 +21,7 @@ one too, sends ``{"type": "resume", "after": <cursor>}`` once it is open. It ass
 ``robotlab.js`` does, dropping events whose per-run ``seq`` it has already seen. With ``--web N``,
 N daphne processes serve the same app on the one channel layer and each reconnect goes to the next
 one, so every resume is served by another process than the socket it dropped (issue 12).
-``--redis-url`` picks the Redis database of the layer and broker (flushed at the start).
+``--redis-url`` picks the Redis database of the layer and broker (never flushed: another run may share it).
 
 A run is **exact** when the client's text equals both the saved ``RobotResult.reply`` and the
 ``text.delta`` events stored as ``RunEvent`` rows (and the model's text). The client also keeps every
@@ -205,9 +206,6 @@ def _more_daphnes(count: int, workdir: Path) -> tuple[list[int], dict[str, Any]]
 def run(runs: int, concurrency: int, tokens: int, drop_every: float, away: float, resume: str, timeout: float,
         layer: str, workdir: Path, web: int = 1) -> dict[str, Any]:
     """Run the benchmark once (``web`` daphne processes) and return its figures."""
-    import redis
-
-    redis.Redis.from_url(streaming.REDIS_URL).flushdb()
     tag = uuid.uuid4().hex[:8]
     pairs = _setup(runs, tag)
     port, queue = _free_port(), f"robotlab-bench-{tag}"
@@ -298,7 +296,7 @@ def main() -> int:
     parser.add_argument("--web", type=int, default=1,
                         help="daphne processes on the one channel layer; each reconnect goes to the next one.")
     parser.add_argument("--redis-url", default=streaming.REDIS_URL,
-                        help="The Redis database of the layer, broker and results (flushed at the start).")
+                        help="The Redis database of the layer, broker and results (never flushed).")
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
     args = parser.parse_args()
     if args.web < 1:

@@ -1,6 +1,7 @@
 """Benchmark B2: a real Celery worker -> channels-redis -> daphne -> N websocket clients.
 
-Run it standalone (Redis must answer on 127.0.0.1:6379; database 14 is used and flushed)::
+Run it standalone (Redis must answer on 127.0.0.1:6379; database 14 is used, under this run's own
+queue, key and channel names, so it may be shared)::
 
     .venv/bin/python benchmarks/streaming.py                          # 10 clients, 3,000 tokens at 100 tok/s (30 s)
     .venv/bin/python benchmarks/streaming.py --clients 1,10,50 --db postgres
@@ -145,7 +146,8 @@ def _setup(clients: int, tag: str) -> list[tuple[int, str]]:
 def _enqueue(thread_pks: list[int], queue: str) -> None:
     from django.db import transaction
 
-    from robotlab_django import executor, services
+    from robotlab_django import services
+    from robotlab_django.runs import executor
 
     with transaction.atomic():
         for pk in thread_pks:
@@ -258,9 +260,6 @@ def _stop(processes: dict[str, Any]) -> None:
 def run(clients: int, tokens: int, rate: float, timeout: float, layer: str, workdir: Path,
         pool: str = "threads") -> dict[str, Any]:
     """Run the benchmark once with ``clients`` concurrent runs and return its figures."""
-    import redis
-
-    redis.Redis.from_url(REDIS_URL).flushdb()
     tag = uuid.uuid4().hex[:8]
     pairs = _setup(clients, tag)
     port, queue = _free_port(), f"robotlab-bench-{tag}"

@@ -8,7 +8,7 @@ thread, restores its history into a fresh robot, runs it and stores the run as a
 The full chat site (websockets, Celery, the admin, a login page) is the example project:
 ``scripts/run``, then http://127.0.0.1:8000/ (see ``docs/django/chat.md``).
 
-Run it: ``python examples/18_django_chat.py`` (needs ``pip install "robotlab[django]"``; offline unless a
+Run it: ``python examples/18_django_chat.py`` (needs ``pip install "robotlab-py[django]"``; offline unless a
 model is configured, see ``_offline.py``).
 """
 

@@ -11,11 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-# The public names and the module each one loads from are the one table ``_EXPORTS`` below; ``__all__`` is
-# made from it. The imports in this block say the same for type checkers and IDEs, which cannot read the
-# table, and tests/robotlab/test_public_api.py fails when the two differ (it prints the block to paste).
+# The public names and the module each one loads from are the one table ``_EXPORTS`` below. The imports in
+# this block and the literal ``__all__`` after the table say the same for type checkers and IDEs, which cannot
+# read the table, and tests/robotlab/test_public_api.py fails when they differ (it prints the block to paste).
 if TYPE_CHECKING:
-    from ._loop import ToolCall
     from .agent_skill import AgentSkill, AgentSkillCatalog
     from .attachments import Attachment
     from .budget import Ledger
@@ -62,7 +61,9 @@ if TYPE_CHECKING:
     from .network import Network, create_network
     from .result import RobotResult
     from .robot import DEFAULT_MAX_TOOLS, Robot, build
+    from .robot.request import ToolCall
     from .run_config import RunConfig
+    from .run_context import RunContext
     from .runnable import Runnable
     from .streaming import Chunk, Event
     from .task import FlowResult, Task
@@ -71,7 +72,9 @@ if TYPE_CHECKING:
     from .text.document_store import DocumentStore
     from .text.embeddings import Embedder, LexicalEmbedder, LiteLLMEmbedder, SentenceTransformerEmbedder
     from .text.history_search import HistoryResult, search_history
-    from .tools.ask import AskChannel, AskUser, QueueChannel, TerminalChannel
+    from .tools.approval import ApprovalRequest, Decision, TerminalApprover
+    from .tools.ask import AskChannel, QueueChannel, TerminalChannel
+    from .tools.ask_user import AskUser
     from .tools.base import Tool
     from .tools.function import FunctionTool, tool
     from .tools.manifest import ToolDescriptor, ToolManifest, ToolRegistry, tool_registry
@@ -81,8 +84,9 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "AgentSkill": "agent_skill",
     "AgentSkillCatalog": "agent_skill",
+    "ApprovalRequest": "tools.approval",
     "AskChannel": "tools.ask",
-    "AskUser": "tools.ask",
+    "AskUser": "tools.ask_user",
     "Attachment": "attachments",
     "AttachmentError": "errors",
     "AwaitTimeout": "errors",
@@ -95,6 +99,7 @@ _EXPORTS: dict[str, str] = {
     "ConfigurationError": "errors",
     "Convergence": "text.convergence",
     "DEFAULT_MAX_TOOLS": "robot",
+    "Decision": "tools.approval",
     "DelegationFuture": "delegation",
     "DelegationTimeout": "errors",
     "Delivery": "bus",
@@ -133,6 +138,7 @@ _EXPORTS: dict[str, str] = {
     "RobotMessage": "bus",
     "RobotResult": "result",
     "RunConfig": "run_config",
+    "RunContext": "run_context",
     "RunHookContext": "hooks",
     "Runnable": "runnable",
     "ScriptTool": "tools.script",
@@ -140,10 +146,11 @@ _EXPORTS: dict[str, str] = {
     "StateProxy": "memory",
     "Task": "task",
     "TaskHookContext": "hooks",
+    "TerminalApprover": "tools.approval",
     "TerminalChannel": "tools.ask",
     "TextMessage": "messages",
     "Tool": "tools.base",
-    "ToolCall": "_loop",
+    "ToolCall": "robot.request",
     "ToolCallHookContext": "hooks",
     "ToolCallMessage": "messages",
     "ToolDescriptor": "tools.manifest",
@@ -172,7 +179,25 @@ _EXPORTS: dict[str, str] = {
     "with_hook_scope": "hooks",
 }
 
-__all__ = sorted(_EXPORTS)
+#: The public names: :data:`_EXPORTS`'s keys, written out so that type checkers and IDEs (which cannot read the
+#: table) know what ``import robotlab`` exports; a test keeps the two equal.
+__all__ = [
+    "AgentSkill", "AgentSkillCatalog", "ApprovalRequest", "AskChannel", "AskUser", "Attachment", "AttachmentError",
+    "AwaitTimeout", "BudgetExceeded", "BusError", "BusPoller", "Capabilities", "Chunk", "CompactionHookContext",
+    "ConfigurationError", "Convergence", "DEFAULT_MAX_TOOLS", "Decision", "DelegationFuture", "DelegationTimeout",
+    "Delivery", "DependencyError", "DocumentStore", "DoomLoopDetector", "Embedder", "Event", "FlowResult",
+    "FunctionTool", "HistoryCompressor", "HistoryResult", "Hook", "HookContext", "HookRegistry", "INHERIT",
+    "InferenceError", "LearnHookContext", "Ledger", "LexicalEmbedder", "LiteLLMEmbedder", "LlmGenerationHookContext",
+    "MCPError", "Memory", "MemoryChange", "Message", "MessageBus", "NONE", "Narrator", "Network",
+    "NetworkRunHookContext", "OpenAICompatibleLLM", "QueueChannel", "Robot", "RobotLabError", "RobotMessage",
+    "RobotResult", "RunConfig", "RunContext", "RunHookContext", "Runnable", "ScriptTool",
+    "SentenceTransformerEmbedder", "StateProxy", "Task", "TaskHookContext", "TerminalApprover", "TerminalChannel",
+    "TextMessage", "Tool", "ToolCall", "ToolCallHookContext", "ToolCallMessage", "ToolDescriptor", "ToolError",
+    "ToolLoopError", "ToolManifest", "ToolMessage", "ToolNotFoundError", "ToolRegistry", "ToolResultMessage",
+    "UserMessage", "Waiter", "build", "clear_hooks", "configure", "create_memory", "create_network",
+    "current_hook_scope", "get_config", "get_hooks", "on", "reload_config", "search_history", "tool", "tool_registry",
+    "with_hook_scope",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -28,12 +28,12 @@ from typing import Any, ClassVar, Self
 __all__ = ["Record", "compact", "dumps", "iso8601", "string_keys", "symbol_name"]
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """Compact JSON, like Ruby's ``to_json``: no spaces, UTF-8 kept, unknown objects as ``str()``."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def symbol_name(value: Any) -> Any:
+def symbol_name(value: object) -> Any:
     """An ``Enum`` member becomes its value (a Ruby symbol becomes its name); anything else is kept."""
     return value.value if isinstance(value, Enum) else value
 
@@ -57,7 +57,7 @@ def iso8601(moment: datetime) -> str:
 _PLAIN = frozenset({str, int, float, bool, type(None), dict})
 
 
-def _encode(value: Any) -> Any:
+def _encode(value: object) -> Any:
     """A value as it appears in a dict form: records and times converted, lists item by item."""
     if isinstance(value, Record):
         return value.to_dict()

@@ -31,7 +31,7 @@ _ESCAPES = {
 }
 
 
-def format_number(value: Any) -> str:
+def format_number(value: object) -> str:
     """``value`` as Ruby's ``to_s`` renders it, for error messages ported word for word.
 
     ``10`` -> ``"10"``, ``0.5`` -> ``"0.5"``, ``10.0`` -> ``"10.0"``, ``1e-05`` -> ``"1.0e-05"``,
@@ -77,7 +77,7 @@ def inspect_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def array(value: Any) -> list[Any]:
+def array(value: object) -> list[Any]:
     """Ruby's ``Array(value)``: ``None`` -> ``[]``, a list -> its items, anything else -> ``[value]``.
 
     Strings, bytes and mappings count as single values. (Ruby's ``Array`` would split a Hash

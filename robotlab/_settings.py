@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
 
+from ._transports import LLMTransport
 from .errors import ConfigurationError
 
 __all__ = [
@@ -155,7 +156,7 @@ class Config(BaseSettings):
     """Default model for robots that set none (litellm's names: ``openai/gpt-4o-mini``)."""
     llm: LLMSettings = Field(default_factory=LLMSettings)
     """Provider connection settings."""
-    llm_transport: Literal["auto", "litellm", "direct"] = "auto"
+    llm_transport: LLMTransport = "auto"
     """How robots reach the model by default: ``auto`` (the direct client for OpenAI-compatible models,
     litellm for the rest and whenever litellm itself is configured), ``litellm`` or ``direct``
     (:mod:`robotlab.llm.transport`)."""
@@ -178,6 +179,11 @@ class Config(BaseSettings):
     (:func:`gc.freeze`), which otherwise walk litellm's 380,000 objects each time (:mod:`robotlab.llm._litellm`)."""
     redis_url: str | None = None
     """Redis for shared memory; ``REDIS_URL`` is used when unset."""
+    instrument: bool = True
+    """Emit OpenTelemetry GenAI spans and metrics of every run through the global providers
+    (:mod:`robotlab.telemetry`); no-ops until the application installs an OpenTelemetry SDK."""
+    capture_content: bool = False
+    """Record message contents, tool arguments and tool results on the spans (they hold users' data)."""
 
     @classmethod
     def settings_customise_sources(

@@ -7,7 +7,8 @@ parts, which litellm translates for every provider:
 
 * an image (``image/*``): an ``image_url`` part, a URL as it is, bytes as a ``data:`` URL (base64);
 * a PDF or another document (``application/*``): a ``file`` part (``file_data`` as a ``data:`` URL, ``filename``);
-* a text file (``text/*``, JSON, XML, YAML): inlined as a text part ``<file name='...' mime_type='...'>...</file>``;
+* a text file (``text/*``, JSON, XML, YAML): inlined as a text part ``<file name='...' mime_type='...'>...</file>``
+  (the name HTML-escaped, so a ``'`` or a tag in it cannot end the wrapper);
 * audio (WAV or MP3): an ``input_audio`` part.
 
 Only images may be URLs (the model's provider fetches them); download other files and pass their bytes.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import html
 import mimetypes
 import re
 from collections.abc import Iterable, Mapping
@@ -170,7 +172,7 @@ class Attachment:
         return cls(data=_b64decode(payload, name or "data: URL"), mime_type=header[5:-7] or None, name=name)
 
     @classmethod
-    def coerce(cls, item: Any) -> Attachment:
+    def coerce(cls, item: object) -> Attachment:
         """``item`` as an Attachment: an Attachment, a path, an ``http(s)`` or ``data:`` URL, or a :meth:`to_dict`.
 
         Raises:
@@ -229,8 +231,8 @@ class Attachment:
                     "input_audio": {"data": encoded, "format": _AUDIO_FORMATS[str(self.mime_type)]}}
         if self.kind == "text":
             text = (self.data or b"").decode("utf-8")
-            return {"type": "text",
-                    "text": f"<file name='{self.name or 'attachment'}' mime_type='{self.mime_type}'>{text}</file>"}
+            name = html.escape(self.name or "attachment", quote=True)  # a quote or a tag in a name ends nothing
+            return {"type": "text", "text": f"<file name='{name}' mime_type='{self.mime_type}'>{text}</file>"}
         return {"type": "file", "file": {"file_data": self._data_url(), "filename": self.name or "attachment"}}
 
     def _data_url(self) -> str:
@@ -260,7 +262,7 @@ def _kind(mime: str, label: str, ident: str) -> str:
         "text files, or WAV/MP3 audio", attachment=ident)
 
 
-def coerce_attachments(items: Any) -> list[Attachment]:
+def coerce_attachments(items: object) -> list[Attachment]:
     """``items`` (one attachment or an iterable of them; ``None`` for none) as :class:`Attachment` objects.
 
     Raises:
@@ -281,7 +283,7 @@ def content_parts(text: str | None, attachments: Iterable[Attachment]) -> list[d
     return [*parts, *(attachment.content_part() for attachment in attachments)]
 
 
-def content_chars(content: Any) -> int:
+def content_chars(content: object) -> int:
     """The characters ``content`` counts for when estimating a history's size.
 
     A string's length; for content parts, the text parts' length and :data:`IMAGE_CHARS` per other part

@@ -74,6 +74,9 @@ _config: Config | None = None
 def get_config() -> Config:
     """The current configuration, loaded on first use."""
     global _config
+    config = _config
+    if config is not None:  # read on every traced call: no lock once loaded (a reference is read whole)
+        return config
     with _lock:
         if _config is None:
             from ._settings import Config

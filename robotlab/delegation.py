@@ -115,7 +115,7 @@ class DelegationFuture:
 
     # --- settling --------------------------------------------------------------------------------
 
-    def resolve(self, result: Any) -> None:
+    def resolve(self, result: object) -> None:
         """Settle the future with ``result`` and wake every waiter (a later settle overwrites it)."""
         self._settle(result, None)
 
@@ -131,7 +131,7 @@ class DelegationFuture:
             raise TypeError(f"reject() needs an exception, got {type(error).__name__}")
         self._settle(None, error)
 
-    def _settle(self, result: Any, error: BaseException | None) -> None:
+    def _settle(self, result: object, error: BaseException | None) -> None:
         with self._condition:
             self._result = result
             self._error = error

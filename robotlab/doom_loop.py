@@ -15,7 +15,7 @@ change course, and then calls :meth:`~DoomLoopDetector.reset`. Detection never r
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 __all__ = ["DoomLoopDetector"]
 
@@ -47,7 +47,7 @@ class DoomLoopDetector:
         """Every tracked tool name, in order."""
         return self._sequence
 
-    def track(self, tool_name: Any) -> list[str]:
+    def track(self, tool_name: object) -> list[str]:
         """Record one tool call (the name is taken through ``str``); returns :attr:`sequence`."""
         self._sequence.append(tool_name if isinstance(tool_name, str) else str(tool_name))
         return self._sequence

@@ -6,7 +6,8 @@ derives from :class:`RobotLabError`, so one ``except robotlab.RobotLabError`` ca
     RobotLabError                 robot_name, network_name, task_name
     +-- ConfigurationError        invalid or missing configuration (a developer mistake); setting
     |   +-- DependencyError       an optional dependency is missing; package
-    +-- InferenceError            the LLM call failed, or a run was stopped by a limit; model
+    +-- InferenceError            the LLM call failed, or a run was stopped by a limit; model, provider,
+    |   |                         status_code, retry_after, kind
     |   +-- ToolLoopError         more tool calls than ``max_tool_rounds``; limit, usage
     |   +-- BudgetExceeded        a budget stop, or a reservation past its limit; dimension, limit, usage
     +-- ToolNotFoundError         a tool name that is not registered; tool_name, available
@@ -26,13 +27,17 @@ every one optional, and read back as attributes (``None`` when the raiser did no
         print(exc.robot_name, exc.limit, exc.usage)
 
 Where-context (``robot_name``, ``network_name``, ``task_name``) is accepted by every class.
+
+A model provider's failure is an :class:`InferenceError` whose ``kind`` (:data:`ProviderErrorKind`) says
+what went wrong: words for end users come from it, never from the error's text.
 """
 
 from __future__ import annotations
 
-from typing import TypedDict, Unpack
+from typing import Literal, TypedDict, Unpack, get_args
 
 __all__ = [
+    "PROVIDER_ERROR_KINDS",
     "RETRYABLE_CLASSES",
     "AttachmentError",
     "AwaitTimeout",
@@ -43,6 +48,7 @@ __all__ = [
     "DependencyError",
     "InferenceError",
     "MCPError",
+    "ProviderErrorKind",
     "RobotLabError",
     "ToolError",
     "ToolLoopError",
@@ -128,18 +134,48 @@ class DependencyError(ConfigurationError):
 # -- inference -----------------------------------------------------------------------------------
 
 
+ProviderErrorKind = Literal["auth", "permission", "not_found", "bad_request", "context_window", "content_policy",
+                            "quota", "rate_limit", "timeout", "server", "cut_stream", "connection", "configuration",
+                            "unknown"]
+"""What kind of model provider failure an :class:`InferenceError` is: ``auth`` (401), ``permission`` (403),
+``not_found`` (404), ``bad_request`` (400, 422), ``quota`` (402), ``rate_limit`` (429), ``timeout`` (408), ``server``
+(5xx), ``cut_stream`` (the stream ended early), ``connection`` (no server reached), ``configuration`` (a provider
+litellm does not know), ``context_window``, ``content_policy``, or ``unknown``."""
+
+PROVIDER_ERROR_KINDS: tuple[ProviderErrorKind, ...] = get_args(ProviderErrorKind)
+"""Every :data:`ProviderErrorKind`, in its order."""
+
+
 class InferenceError(RobotLabError):
     """The LLM call failed, or the run was stopped by a budget.
 
+    A provider's failure (raised by the transports, :mod:`robotlab.llm.guard`) sets ``kind``; a run stopped
+    by a limit (:class:`ToolLoopError`, :class:`BudgetExceeded`) or an error raised by other code leaves it
+    ``None``.
+
     Args:
         model: the model that was called.
+        provider: the provider that answered (litellm's name: ``"openai"``, ``"anthropic"``), when known.
+        status_code: the HTTP status of the provider's answer (``429``), when there was one.
+        retry_after: the seconds the provider asked to wait before trying again (its ``Retry-After``).
+        kind: what kind of provider failure it is (:data:`ProviderErrorKind`).
     """
 
     model: str | None = None
+    provider: str | None = None
+    status_code: int | None = None
+    retry_after: float | None = None
+    kind: ProviderErrorKind | None = None
 
-    def __init__(self, *args: object, model: str | None = None, **where: Unpack[Where]) -> None:
+    def __init__(self, *args: object, model: str | None = None, provider: str | None = None,
+                 status_code: int | None = None, retry_after: float | None = None,
+                 kind: ProviderErrorKind | None = None, **where: Unpack[Where]) -> None:
         super().__init__(*args, **where)
         self.model = model
+        self.provider = provider
+        self.status_code = status_code
+        self.retry_after = retry_after
+        self.kind = kind
 
 
 class ToolLoopError(InferenceError):

@@ -37,7 +37,7 @@ class DotState:
             raise AttributeError(name)
         return self._data.get(name)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         self._data[name] = value
 
     def __delattr__(self, name: str) -> None:

@@ -63,6 +63,7 @@ __all__ = [
     "LearnHookContext",
     "LlmGenerationHookContext",
     "NetworkRunHookContext",
+    "Proceed",
     "Registration",
     "RunHookContext",
     "TaskHookContext",
@@ -101,7 +102,7 @@ HOOK_NAMES = frozenset(
 Proceed = Callable[[], Awaitable[Any]]
 
 
-async def _resolve(value: Any) -> Any:
+async def _resolve(value: object) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
@@ -121,7 +122,7 @@ class Hook:
 
     namespace: ClassVar[str | None] = None
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "namespace" not in cls.__dict__:
             cls.namespace = _snake_case(cls.__name__)
@@ -151,7 +152,7 @@ class Hook:
         return None
 
 
-def _check_handler(handler_class: Any) -> type[Hook]:
+def _check_handler(handler_class: object) -> type[Hook]:
     if not isinstance(handler_class, type) or not issubclass(handler_class, Hook) or handler_class is Hook:
         raise TypeError(f"{handler_class!r} must be a robotlab.Hook subclass")
     return handler_class
@@ -226,7 +227,7 @@ def clear_hooks() -> HookRegistry:
     return _global_hooks
 
 
-def normalize_hooks(hooks: Any) -> tuple[type[Hook], ...]:
+def normalize_hooks(hooks: object) -> tuple[type[Hook], ...]:
     """Per-run hooks (``None``, a :class:`Hook` subclass, or several) as a tuple of handlers."""
     if hooks is None:
         return ()
@@ -249,7 +250,7 @@ _scope: contextvars.ContextVar[HookScope | None] = contextvars.ContextVar("robot
 
 
 @contextlib.contextmanager
-def with_hook_scope(registries: Sequence[HookRegistry | None], per_run_hooks: Any = None) -> Iterator[HookScope]:
+def with_hook_scope(registries: Sequence[HookRegistry | None], per_run_hooks: object = None) -> Iterator[HookScope]:
     """Make ``registries`` and ``per_run_hooks`` the current scope for the block.
 
     The scope holds for every task the block starts, and the previous scope comes back after it.
@@ -280,13 +281,13 @@ def scope_for(registry: HookRegistry) -> HookScope:
 
 
 # -- dispatch ------------------------------------------------------------------------------------
-def per_run_entries(hook_name: str, hooks: Any) -> list[Registration]:
+def per_run_entries(hook_name: str, hooks: object) -> list[Registration]:
     """Registrations for the per-run handlers that define ``hook_name``."""
     return [Registration(h) for h in normalize_hooks(hooks) if h.implements(hook_name)]
 
 
 def registrations(
-    hook_name: str, registries: Sequence[HookRegistry | None], per_run_hooks: Any = None
+    hook_name: str, registries: Sequence[HookRegistry | None], per_run_hooks: object = None
 ) -> list[Registration]:
     """Every registration for ``hook_name``: each registry's in order, then the per-run handlers."""
     found = [r for reg in registries if reg is not None for r in reg.registrations_for(hook_name)]
@@ -294,7 +295,7 @@ def registrations(
 
 
 def error_registrations(
-    family: str, registries: Sequence[HookRegistry | None], per_run_hooks: Any = None
+    family: str, registries: Sequence[HookRegistry | None], per_run_hooks: object = None
 ) -> list[Registration]:
     """The ``on_error`` registrations, for the families in :data:`ERROR_FAMILIES` only."""
     if family not in ERROR_FAMILIES:
@@ -336,7 +337,7 @@ async def call_around(
     return await chain()
 
 
-def set_result(context: HookContext, family: str, result: Any) -> None:
+def set_result(context: HookContext, family: str, result: object) -> None:
     """Put a family's result on its context.
 
     ``response`` (run), ``result`` (network_run, task) or ``generation_response`` (llm_generation).
@@ -354,7 +355,7 @@ async def run(
     block: Callable[[], Any],
     *,
     registries: Sequence[HookRegistry | None],
-    per_run_hooks: Any = None,
+    per_run_hooks: object = None,
 ) -> Any:
     """Run ``block`` (a function, sync or async) inside hook family ``family``.
 
@@ -380,7 +381,7 @@ async def call(
     context: HookContext,
     *,
     registries: Sequence[HookRegistry | None],
-    per_run_hooks: Any = None,
+    per_run_hooks: object = None,
 ) -> None:
     """Fire one hook (such as the point hooks ``on_compaction`` and ``on_learn``) on every registration."""
     await call_all(registrations(hook_name, registries, per_run_hooks), hook_name, context)
@@ -392,7 +393,7 @@ async def around(
     block: Callable[[], Any],
     *,
     registries: Sequence[HookRegistry | None],
-    per_run_hooks: Any = None,
+    per_run_hooks: object = None,
 ) -> Any:
     """Run ``block`` inside the around chain of ``hook_name`` only."""
     return await call_around(registrations(hook_name, registries, per_run_hooks), hook_name, context, block)

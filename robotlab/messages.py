@@ -167,7 +167,7 @@ class ToolMessage(Record):
             self.input = {}
 
 
-def _tool(value: Any) -> ToolMessage:
+def _tool(value: object) -> ToolMessage:
     if isinstance(value, ToolMessage):
         return value
     if isinstance(value, Mapping):
@@ -305,7 +305,7 @@ class UserMessage(Record):
         return self.content
 
     @classmethod
-    def coerce(cls, value: Any) -> UserMessage:
+    def coerce(cls, value: object) -> UserMessage:
         """Normalize any input to a :class:`UserMessage` (Ruby ``UserMessage.from``).
 
         A ``UserMessage`` is returned as is; a ``str`` becomes the content; a dict gives
@@ -324,7 +324,7 @@ class UserMessage(Record):
         return cls(str(value))
 
 
-def coerce_message(item: Any) -> Message:
+def coerce_message(item: object) -> Message:
     """``item`` as a :class:`Message`: a message as it is, a dict through :meth:`Message.from_dict`."""
     if isinstance(item, Message):
         return item

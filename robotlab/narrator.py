@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any, ClassVar, TextIO
+from typing import ClassVar, TextIO
 
 from . import _ruby
 from .hooks import Hook, HookContext, get_hooks, on
@@ -77,7 +77,7 @@ class Narrator(Hook):
             return None
 
     @classmethod
-    def _summarize(cls, args: Any) -> str:
+    def _summarize(cls, args: object) -> str:
         """`` key="value"`` for the first argument (the value clipped and quoted), else ``""``."""
         if not isinstance(args, Mapping) or not args:
             return ""
@@ -85,7 +85,7 @@ class Narrator(Hook):
         return f" {key}={_ruby.inspect_string(cls._clip(value))}"
 
     @classmethod
-    def _clip(cls, value: Any) -> str:
+    def _clip(cls, value: object) -> str:
         """The first line of ``value``'s text, stripped, cut to :attr:`MAX` characters plus ``…``."""
         if value is None:
             text = ""

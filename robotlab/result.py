@@ -38,7 +38,7 @@ def _items(values: Any) -> list[Any]:
     return list(values)
 
 
-def _tool_result(item: Any) -> Message:
+def _tool_result(item: object) -> Message:
     if isinstance(item, ToolResultMessage):
         return item
     if isinstance(item, Mapping):  # "tool_result" dicts become ToolResultMessage through the dispatch
@@ -130,7 +130,7 @@ class RobotResult(Record):
         id: str | None = None,
         prompt: list[Any] | None = None,
         history: list[Any] | None = None,
-        raw: Any = None,
+        raw: object = None,
         stop_reason: str | None = None,
         input_tokens: int | None = 0,
         output_tokens: int | None = 0,
@@ -192,14 +192,15 @@ class RobotResult(Record):
         """SHA-256 hex digest of the output, the tool calls and the creation second.
 
         The digest is taken over compact JSON (as Ruby's ``to_json``: no spaces, UTF-8) of
-        ``{"output": [...], "tool_calls": [...], "created_at": <epoch seconds, int>}``.
+        ``{"output": [...], "tool_calls": [...], "created_at": <epoch seconds, int>}``. A lone surrogate in the
+        text (a model can send one) is digested as its code unit (``surrogatepass``) instead of failing.
         """
         content = {
             "output": [message.to_dict() for message in self.output],
             "tool_calls": [message.to_dict() for message in self.tool_calls],
             "created_at": calendar.timegm(self.created_at.utctimetuple()),
         }
-        return hashlib.sha256(dumps(content).encode("utf-8")).hexdigest()
+        return hashlib.sha256(dumps(content).encode("utf-8", "surrogatepass")).hexdigest()
 
     def export(self) -> dict[str, Any]:
         """The persistence form, without debug fields and without ``None`` values.

@@ -50,12 +50,12 @@ class RunConfig:
     FIELDS: ClassVar[tuple[str, ...]] = FIELDS
     NON_SERIALIZABLE_FIELDS: ClassVar[tuple[str, ...]] = NON_SERIALIZABLE_FIELDS
 
-    def __init__(self, **values: Any) -> None:
+    def __init__(self, **values: object) -> None:
         self._values: dict[str, Any] = {}
         for name, value in values.items():
             self.set(name, value)
 
-    def set(self, name: str, value: Any) -> RunConfig:
+    def set(self, name: str, value: object) -> RunConfig:
         """Set a field (``None`` deletes it) and return self."""
         if name not in FIELDS:
             raise ValueError(f"Unknown RunConfig field: {name}")
@@ -65,7 +65,7 @@ class RunConfig:
             self._values[name] = value
         return self
 
-    def get(self, name: str, default: Any = None) -> Any:
+    def get(self, name: str, default: object = None) -> Any:
         """A field's value, or ``default`` when unset."""
         if name not in FIELDS:
             raise ValueError(f"Unknown RunConfig field: {name}")
@@ -76,7 +76,7 @@ class RunConfig:
             return self._values.get(name)
         raise AttributeError(name)
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name == "_values":
             object.__setattr__(self, name, value)
         else:

@@ -7,7 +7,7 @@ import queue
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ._runtime import get_loop, run_sync
+from .runtime import get_loop, run_sync
 
 if TYPE_CHECKING:
     from .streaming import Event
@@ -24,15 +24,15 @@ class Runnable(Generic[ResultT]):
     ``ResultT`` is what a run returns (a robot's :class:`~robotlab.RobotResult`).
     """
 
-    async def arun(self, message: Any = None, **options: Any) -> ResultT:
+    async def arun(self, message: object = None, **options: Any) -> ResultT:
         """Run on ``message``; ``on_event=`` receives every :class:`~robotlab.streaming.Event`."""
         raise NotImplementedError
 
-    def run(self, message: Any = None, **options: Any) -> ResultT:
+    def run(self, message: object = None, **options: Any) -> ResultT:
         """Synchronous :meth:`arun` (runs on RobotLab's background event loop)."""
         return run_sync(self.arun(message, **options))
 
-    async def astream(self, message: Any = None, **options: Any) -> AsyncIterator[Event]:
+    async def astream(self, message: object = None, **options: Any) -> AsyncIterator[Event]:
         """Run and yield each :class:`~robotlab.streaming.Event` as it happens.
 
         The last event is ``stream.ended``; a failed run yields ``run.failed`` and then raises. Leaving
@@ -49,7 +49,7 @@ class Runnable(Generic[ResultT]):
             if not task.done():
                 task.cancel()
 
-    def stream(self, message: Any = None, **options: Any) -> Iterator[Event]:
+    def stream(self, message: object = None, **options: Any) -> Iterator[Event]:
         """Synchronous :meth:`astream`: a generator of events (the run goes on RobotLab's event loop)."""
         events: queue.Queue[Event | BaseException | None] = queue.Queue()
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from . import hooks
 from .errors import AttachmentError, BudgetExceeded
@@ -32,15 +32,18 @@ if TYPE_CHECKING:
     from .memory import Memory
     from .robot import Robot
 
-__all__ = ["RUN_OPTIONS", "FlowResult", "Task", "deep_merge", "extract_run_context", "run_robot_step"]
+__all__ = ["RUN_OPTIONS", "FlowResult", "Step", "Task", "deep_merge", "extract_run_context", "run_robot_step"]
 
 #: Run parameters that are options of ``Robot.arun`` rather than template parameters. A network puts
 #: ``on_event``, ``on_content`` and ``hooks`` there when its run was given them, so every robot's run gets them.
 RUN_OPTIONS: tuple[str, ...] = ("mcp", "tools", "memory", "network_memory", "network_config", "network", "task",
-                                "on_event", "on_content", "hooks", "budgets", "attachments")
+                                "on_event", "on_content", "hooks", "budgets", "attachments", "deps")
 
 #: Other ``Robot.arun`` keywords: never taken from run parameters, so never template parameters either.
 _CALL_ONLY = ("run_id",)
+
+#: ``FlowResult._copy``'s "leave the value as it is" (``None`` is a value a step may give).
+_SAME: Final = object()
 
 
 class FlowResult:
@@ -58,26 +61,35 @@ class FlowResult:
 
     def __init__(
         self,
-        value: Any = None,
+        value: object = None,
         *,
         context: Mapping[str, Any] | None = None,
         errors: Mapping[str, list[str]] | None = None,
         activated_steps: Iterable[str] = (),
     ) -> None:
-        self.value = value
+        self.value: Any = value  # whatever the last step gave: a RobotResult, the run parameters, a step's own
         self.context: dict[str, Any] = dict(context or {})
         self.errors: dict[str, list[str]] = {str(k): list(v) for k, v in (errors or {}).items()}
         self.activated_steps: list[str] = [str(s) for s in activated_steps]
         self._continue = True
 
-    def _copy(self, **changes: Any) -> FlowResult:
+    def _copy(
+        self,
+        *,
+        value: object = _SAME,
+        context: Mapping[str, Any] | None = None,
+        errors: Mapping[str, list[str]] | None = None,
+        activated_steps: Iterable[str] | None = None,
+        is_continue: bool | None = None,
+    ) -> FlowResult:
+        """A copy of this result, with the fields given changed (``value`` may be changed to ``None``)."""
         result = FlowResult(
-            changes.get("value", self.value),
-            context=changes.get("context", self.context),
-            errors=changes.get("errors", self.errors),
-            activated_steps=changes.get("activated_steps", self.activated_steps),
+            self.value if value is _SAME else value,
+            context=self.context if context is None else context,
+            errors=self.errors if errors is None else errors,
+            activated_steps=self.activated_steps if activated_steps is None else activated_steps,
         )
-        result._continue = changes.get("is_continue", self._continue)
+        result._continue = self._continue if is_continue is None else is_continue
         return result
 
     @property
@@ -85,15 +97,15 @@ class FlowResult:
         """Whether the network goes on after this step (``False`` once a step called :meth:`halt`)."""
         return self._continue
 
-    def continue_(self, value: Any) -> FlowResult:
+    def continue_(self, value: object) -> FlowResult:
         """A result with ``value`` as its value (Ruby ``continue``)."""
         return self._copy(value=value)
 
-    def halt(self, value: Any = None) -> FlowResult:
+    def halt(self, value: object = None) -> FlowResult:
         """A result that stops the network: no further task starts. ``value`` replaces the value unless ``None``."""
         return self._copy(value=self.value if value is None else value, is_continue=False)
 
-    def with_context(self, key: str, value: Any) -> FlowResult:
+    def with_context(self, key: str, value: object) -> FlowResult:
         """A result with ``context[key] = value``."""
         return self._copy(context={**self.context, str(key): value})
 
@@ -198,8 +210,8 @@ async def run_robot_step(robot: Robot, result: FlowResult) -> FlowResult:
     return result.with_context(robot.name, robot_result).continue_(robot_result)
 
 
-async def run_hooked(family: str, fn: Callable[[], Awaitable[FlowResult]], *, network: Any,
-                     per_run_hooks: Any = None, **fields: Any) -> FlowResult:
+async def run_hooked(family: str, fn: Callable[[], Awaitable[FlowResult]], *, network: object,
+                     per_run_hooks: object = None, **fields: Any) -> FlowResult:
     """Run ``fn`` inside the hook family ``family`` (``"network_run"`` or ``"task"``).
 
     The registries are the global one and the network's: a robot's own hooks never see these families.
@@ -210,6 +222,14 @@ async def run_hooked(family: str, fn: Callable[[], Awaitable[FlowResult]], *, ne
     registries = (hooks.get_hooks(), getattr(network, "hooks", None))
     result: FlowResult = await hooks.run(family, context, fn, registries=registries, per_run_hooks=per_run_hooks)
     return result
+
+
+class Step(Protocol):
+    """What a :class:`Task` runs: a robot, a network, or anything with a ``call(result)`` step (sync or async)."""
+
+    def call(self, result: FlowResult) -> Awaitable[FlowResult] | FlowResult:
+        """Run on ``result`` (the flow so far) and return the flow after this step."""
+        ...
 
 
 class Task:
@@ -234,13 +254,13 @@ class Task:
         self,
         *,
         name: str,
-        robot: Any,
+        robot: Step,
         context: Mapping[str, Any] | None = None,
-        mcp: Any = "none",
-        tools: Any = "none",
+        mcp: object = "none",
+        tools: object = "none",
         memory: Memory | Mapping[str, Any] | None = None,
         config: RunConfig | Mapping[str, Any] | None = None,
-        network: Any = None,
+        network: object = None,
     ) -> None:
         if context is not None and not isinstance(context, Mapping):
             raise TypeError(f"Task '{name}': context must be a dict, got {type(context).__name__}")

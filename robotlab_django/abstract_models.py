@@ -1,4 +1,4 @@
-"""Abstract bases of the app's models: a thread, one robot result per run, stream events, run steps.
+"""Abstract bases of the app's models: a thread, one robot result per run, stream events, run steps, run spans.
 
 The concrete models in :mod:`robotlab_django.models` add the foreign keys between them;
 ``manage.py robotlab_install --models`` copies the same three subclasses into your app (then
@@ -12,6 +12,9 @@ owner and the robot. A result is one robot run on the thread, numbered by ``sequ
 columns (``robot_name``, ``output_data``, ``tool_calls_data``, ``stop_reason``, ``checksum``) and
 the ones Rails lacked: status, input, reply, the chat messages the run appended (what rebuilds
 history), model, tokens, cost, duration, error, delegated_by, run and task ids, attempts.
+
+Every text and JSON column stores storable text (:mod:`robotlab_django.storable`): a NUL or a lone surrogate in a
+reply, a tool's arguments or a message is stored as U+FFFD, on SQLite and PostgreSQL alike.
 """
 
 from __future__ import annotations
@@ -24,10 +27,16 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from .encoders import RobotLabJSONEncoder
+from robotlab_django.encoders import RobotLabJSONEncoder
+from robotlab_django.storable import CostField, StorableCharField, StorableJSONField, StorableTextField
 
-__all__ = ["AbstractRobotResult", "AbstractRunEvent", "AbstractRunStep", "AbstractThread", "Status", "new_run_id",
-           "new_session_id"]
+if TYPE_CHECKING:
+    import datetime
+
+    from django.contrib.auth.models import _AnyUser
+
+__all__ = ["AbstractRobotResult", "AbstractRunEvent", "AbstractRunSpan", "AbstractRunStep", "AbstractThread", "Status",
+           "new_run_id", "new_session_id"]
 
 
 def new_session_id() -> str:
@@ -61,54 +70,28 @@ class Status(models.TextChoices):
 class ThreadQuerySet(models.QuerySet[Any]):
     """Queries over threads."""
 
-    def for_user(self, user: Any) -> ThreadQuerySet:
+    def for_user(self, user: _AnyUser | None) -> ThreadQuerySet:
         """The threads ``user`` owns (none for an anonymous user)."""
         if user is None or not getattr(user, "is_authenticated", False):
             return self.none()
         return self.filter(user=user)
 
-    def inactive_since(self, cutoff: Any) -> ThreadQuerySet:
+    def inactive_since(self, cutoff: datetime.datetime) -> ThreadQuerySet:
         """Threads not updated since ``cutoff`` (what retention deletes)."""
         return self.filter(updated_at__lt=cutoff)
-
-
-if TYPE_CHECKING:  # django-stubs' generic fields (not subscriptable at run time)
-    _DecimalField = models.DecimalField[Decimal, Decimal]
-else:
-    _DecimalField = models.DecimalField
-
-
-class CostField(_DecimalField):
-    """A ``DecimalField`` whose values read without trailing zeros: ``Decimal('0')``, not ``Decimal('0E-8')``.
-
-    The column keeps 8 decimal places; only the Python value is normalized, so ``print(result.cost)`` shows
-    ``0`` or ``0.0025``. It migrates as a plain ``DecimalField``.
-    """
-
-    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Decimal | None:
-        """The stored value without its trailing zeros (an integral value without an exponent)."""
-        if value is None:
-            return None
-        number = Decimal(value)
-        return number.quantize(Decimal(1)) if number == number.to_integral_value() else number.normalize()
-
-    def deconstruct(self) -> Any:
-        """Deconstruct as ``django.db.models.DecimalField``: no migration for the normalization."""
-        name, _path, args, kwargs = super().deconstruct()
-        return name, "django.db.models.DecimalField", args, kwargs
 
 
 class AbstractThread(models.Model):
     """A conversation: the Rails thread columns plus its owner and robot."""
 
-    session_id = models.CharField(_("session id"), max_length=255, unique=True, default=new_session_id)
+    session_id = StorableCharField(_("session id"), max_length=255, unique=True, default=new_session_id)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("owner"), null=True, blank=True,
                              on_delete=models.SET_NULL, related_name="%(app_label)s_threads")
-    robot_name = models.CharField(_("robot"), max_length=255, blank=True, default="", db_index=True)
-    initial_input = models.TextField(_("initial input"), blank=True, default="")
-    input_metadata = models.JSONField(_("input metadata"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
-    state_data = models.JSONField(_("state data"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
-    last_user_message = models.TextField(_("last user message"), blank=True, default="")
+    robot_name = StorableCharField(_("robot"), max_length=255, blank=True, default="", db_index=True)
+    initial_input = StorableTextField(_("initial input"), blank=True, default="")
+    input_metadata = StorableJSONField(_("input metadata"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
+    state_data = StorableJSONField(_("state data"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
+    last_user_message = StorableTextField(_("last user message"), blank=True, default="")
     last_user_message_at = models.DateTimeField(_("last user message at"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True, db_index=True)
@@ -169,52 +152,61 @@ class AbstractRobotResult(models.Model):
     """
 
     sequence_number = models.PositiveIntegerField(_("sequence number"))
-    robot_name = models.CharField(_("robot"), max_length=255, db_index=True)
-    status = models.CharField(_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED,
+    robot_name = StorableCharField(_("robot"), max_length=255, db_index=True)
+    status = StorableCharField(_("status"), max_length=16, choices=Status.choices, default=Status.QUEUED,
                               db_index=True)
-    input = models.TextField(_("input"), blank=True, default="", help_text=_("The user message of the run."))
-    attachments = models.JSONField(_("attachments"), default=list, blank=True, encoder=RobotLabJSONEncoder,
+    input = StorableTextField(_("input"), blank=True, default="", help_text=_("The user message of the run."))
+    attachments = StorableJSONField(_("attachments"), default=list, blank=True, encoder=RobotLabJSONEncoder,
                                    help_text=_("The files sent with the user message (robotlab.Attachment.to_dict(): "
                                                "mime_type, name, base64 data or an image url)."))
-    reply = models.TextField(_("reply"), blank=True, default="")
-    messages = models.JSONField(_("messages"), default=list, blank=True, encoder=RobotLabJSONEncoder,
+    reply = StorableTextField(_("reply"), blank=True, default="")
+    messages = StorableJSONField(_("messages"), default=list, blank=True, encoder=RobotLabJSONEncoder,
                                 help_text=_("The chat messages this run appended, in order (OpenAI format)."))
-    output_data = models.JSONField(_("output"), default=list, blank=True, encoder=RobotLabJSONEncoder)
-    tool_calls_data = models.JSONField(_("tool calls"), default=list, blank=True, encoder=RobotLabJSONEncoder)
-    stop_reason = models.CharField(_("stop reason"), max_length=64, blank=True, default="")
-    checksum = models.CharField(_("checksum"), max_length=64, blank=True, default="")
-    model = models.CharField(_("model"), max_length=255, blank=True, default="")
+    output_data = StorableJSONField(_("output"), default=list, blank=True, encoder=RobotLabJSONEncoder)
+    tool_calls_data = StorableJSONField(_("tool calls"), default=list, blank=True, encoder=RobotLabJSONEncoder)
+    stop_reason = StorableCharField(_("stop reason"), max_length=64, blank=True, default="")
+    checksum = StorableCharField(_("checksum"), max_length=64, blank=True, default="")
+    model = StorableCharField(_("model"), max_length=255, blank=True, default="")
     input_tokens = models.PositiveIntegerField(_("input tokens"), default=0)
     output_tokens = models.PositiveIntegerField(_("output tokens"), default=0)
     cost = CostField(_("cost (USD)"), max_digits=14, decimal_places=8, default=Decimal(0))
     duration = models.FloatField(_("duration (s)"), null=True, blank=True)
-    error = models.TextField(_("error"), blank=True, default="")
-    error_type = models.CharField(_("error type"), max_length=255, blank=True, default="")
-    delegated_by = models.CharField(_("delegated by"), max_length=255, blank=True, default="")
-    run_id = models.CharField(_("run id"), max_length=64, default=new_run_id, db_index=True)
-    task_id = models.CharField(_("task id"), max_length=255, blank=True, default="", db_index=True)
+    error = StorableTextField(_("error"), blank=True, default="")
+    error_type = StorableCharField(_("error type"), max_length=255, blank=True, default="")
+    error_kind = StorableCharField(_("error kind"), max_length=32, blank=True, default="",
+                                  help_text=_("The kind of a model provider's failure (robotlab's "
+                                              "InferenceError.kind: rate_limit, auth, timeout, ...), which words "
+                                              "the message users see; empty for any other error."))
+    delegated_by = StorableCharField(_("delegated by"), max_length=255, blank=True, default="")
+    run_id = StorableCharField(_("run id"), max_length=64, default=new_run_id, db_index=True)
+    task_id = StorableCharField(_("task id"), max_length=255, blank=True, default="", db_index=True)
     attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
-    task_name = models.CharField(_("network task"), max_length=255, blank=True, default="",
+    task_name = StorableCharField(_("network task"), max_length=255, blank=True, default="",
                                  help_text=_("The network task this row ran, on a network turn's task row."))
     parent = models.ForeignKey("self", verbose_name=_("network turn"), null=True, blank=True,
                                on_delete=models.CASCADE, related_name="task_rows",
                                help_text=_("The network turn this task row belongs to."))
-    worker = models.CharField(_("worker"), max_length=255, blank=True, default="",
+    worker = StorableCharField(_("worker"), max_length=255, blank=True, default="",
                               help_text=_("The host (Celery hostname) that ran the row's last attempt."))
     worker_pid = models.PositiveIntegerField(_("worker pid"), null=True, blank=True)
-    turn_state = models.JSONField(_("turn state"), default=dict, blank=True, encoder=RobotLabJSONEncoder,
+    turn_state = StorableJSONField(_("turn state"), default=dict, blank=True, encoder=RobotLabJSONEncoder,
                                   help_text=_("A distributed network turn's scheduling state "
                                               "(robotlab.network.TurnState.to_dict())."))
     turn_version = models.PositiveIntegerField(_("turn version"), default=0,
                                                help_text=_("Bumped by every change of the turn state; a change "
                                                            "applies only over the version it read."))
-    question = models.JSONField(_("pending question"), default=dict, blank=True, encoder=RobotLabJSONEncoder,
+    question = StorableJSONField(_("pending question"), default=dict, blank=True, encoder=RobotLabJSONEncoder,
                                 help_text=_("The question an awaiting run waits on: request_id, question, "
                                             "choices, default, robot."))
-    answers = models.JSONField(_("answers"), default=list, blank=True, encoder=RobotLabJSONEncoder,
+    answers = StorableJSONField(_("answers"), default=list, blank=True, encoder=RobotLabJSONEncoder,
                                help_text=_("The user's answers to the run's questions, oldest first."))
     parked_at = models.DateTimeField(_("parked at"), null=True, blank=True,
                                      help_text=_("When the run last started waiting for an answer."))
+    version = models.ForeignKey("robotlab.RobotVersion", verbose_name=_("robot version"), null=True, blank=True,
+                                on_delete=models.SET_NULL, related_name="+",
+                                help_text=_("The robot version the run ran; empty: the robot's code."))
+    code_hash = StorableCharField(_("code's prompt hash"), max_length=64, blank=True, default="",
+                                 help_text=_("SHA-256 of the instructions the code gave, when no version applied."))
     created_at = models.DateTimeField(_("created at"), auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
@@ -278,11 +270,11 @@ class AbstractRunEvent(models.Model):
     The concrete model adds ``thread`` and ``result`` foreign keys (``related_name="events"``).
     """
 
-    run_id = models.CharField(_("run id"), max_length=64)
+    run_id = StorableCharField(_("run id"), max_length=64)
     seq = models.PositiveIntegerField(_("sequence"))
-    kind = models.CharField(_("kind"), max_length=64)
+    kind = StorableCharField(_("kind"), max_length=64)
     ts = models.FloatField(_("timestamp"))
-    data = models.JSONField(_("data"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
+    data = StorableJSONField(_("data"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
@@ -307,7 +299,7 @@ class AbstractRunStep(models.Model):
 
     ``idx`` numbers a run's steps from 0 in the order the robot took them; ``fingerprint`` is a
     hash of the step's input (the LLM request, or the tool and its arguments) and ``output`` what
-    came back (see :mod:`robotlab_django.checkpoints`). The concrete model adds
+    came back (see :mod:`robotlab_django.runs.checkpoints`). The concrete model adds
     ``result = ForeignKey(<result model>, related_name="steps")``.
     """
 
@@ -316,11 +308,11 @@ class AbstractRunStep(models.Model):
     KINDS = ((LLM, _("LLM call")), (TOOL, _("tool call")))
 
     idx = models.PositiveIntegerField(_("step"))
-    kind = models.CharField(_("kind"), max_length=8, choices=KINDS)
-    fingerprint = models.CharField(_("fingerprint"), max_length=64,
+    kind = StorableCharField(_("kind"), max_length=8, choices=KINDS)
+    fingerprint = StorableCharField(_("fingerprint"), max_length=64,
                                    help_text=_("SHA-256 of the step's input; a re-execution replays the step "
                                                "only while its input is the same."))
-    output = models.JSONField(_("output"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
+    output = StorableJSONField(_("output"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
 
     class Meta:
@@ -334,3 +326,57 @@ class AbstractRunStep(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.idx}"
+
+
+class AbstractRunSpan(models.Model):
+    """One OpenTelemetry span of a run, kept when ``ROBOTLAB["TRACES"]`` is on (:mod:`robotlab_django.tracing`).
+
+    The ids are lowercase hex, as W3C ``traceparent`` writes them; ``attributes`` are the span's (the GenAI ones:
+    ``gen_ai.operation.name``, ``gen_ai.usage.*``, ...), and the tokens and cost (the run's own figure,
+    ``robotlab.usage.cost``) are copied into columns. A span with no ``ended_at`` never ended: the worker of its
+    job was lost. The concrete model adds ``result = ForeignKey(<result model>, related_name="spans")``.
+    """
+
+    UNSET = "unset"
+    OK = "ok"
+    ERROR = "error"
+    STATUSES = ((UNSET, _("unset")), (OK, _("ok")), (ERROR, _("error")))
+
+    trace_id = models.CharField(_("trace id"), max_length=32, db_index=True)
+    span_id = models.CharField(_("span id"), max_length=16)
+    parent_span_id = models.CharField(_("parent span id"), max_length=16, blank=True, default="")
+    name = StorableCharField(_("name"), max_length=255)
+    kind = models.CharField(_("kind"), max_length=16, default="internal")
+    started_at = models.DateTimeField(_("started at"))
+    ended_at = models.DateTimeField(_("ended at"), null=True, blank=True,
+                                    help_text=_("Empty: the span never ended (its worker was lost)."))
+    status = models.CharField(_("status"), max_length=8, choices=STATUSES, default=UNSET)
+    status_message = StorableTextField(_("status message"), blank=True, default="")
+    attributes = StorableJSONField(_("attributes"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
+    links = StorableJSONField(_("links"), default=list, blank=True, encoder=RobotLabJSONEncoder,
+                              help_text=_("The spans this one is linked to: [{trace_id, span_id}] (an earlier "
+                                          "attempt of the same run)."))
+    input_tokens = models.PositiveIntegerField(_("input tokens"), null=True, blank=True)
+    output_tokens = models.PositiveIntegerField(_("output tokens"), null=True, blank=True)
+    cost = CostField(_("cost (USD)"), max_digits=14, decimal_places=8, default=Decimal(0))
+    worker = StorableCharField(_("worker"), max_length=255, blank=True, default="")
+    worker_pid = models.PositiveIntegerField(_("worker pid"), null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ("started_at", "id")
+        verbose_name = _("run span")
+        verbose_name_plural = _("run spans")
+        constraints = [
+            models.UniqueConstraint(fields=("trace_id", "span_id"), name="%(app_label)s_%(class)s_trace_span_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return str(self.name)
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to end (``None`` while the span has no end)."""
+        if self.ended_at is None:
+            return None
+        return (self.ended_at - self.started_at).total_seconds()

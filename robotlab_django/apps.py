@@ -9,9 +9,12 @@ class RobotLabConfig(AppConfig):
     """``robotlab_django`` under the label ``robotlab``.
 
     ``ready()`` registers the system checks (:mod:`robotlab_django.checks`), connects the executor (which
-    dispatches the task rows of distributed network turns, :mod:`robotlab_django.network_turns`), the receivers
-    that close a logged-out user's sockets and erase a deleted user's content, and imports
-    the ``robots`` module of every installed app (:meth:`~robotlab_django.registry.RobotRegistry.autodiscover`).
+    dispatches the task rows of distributed network turns, :mod:`robotlab_django.networks.distributed`), the receivers
+    that close a logged-out user's sockets, revoke a user's API tokens when their password changes and erase a
+    deleted user's content and schedule the online evals of completed runs (:mod:`robotlab_django.evals.online`),
+    hands ``ROBOTLAB["INSTRUMENT"]`` to the core (:mod:`robotlab_django.tracing.instrument`),
+    and imports the ``robots`` module of every installed app
+    (:meth:`~robotlab_django.registry.RobotRegistry.autodiscover`).
     """
 
     name = "robotlab_django"
@@ -23,16 +26,28 @@ class RobotLabConfig(AppConfig):
         """Register checks and autodiscover robot modules."""
         from django.core import checks
 
-        from . import checks as robotlab_checks
-        from . import erasure, executor, revocation  # noqa: F401  (executor: its receiver dispatches task rows)
-        from .conf import app_settings
-        from .registry import registry
+        from robotlab_django import checks as robotlab_checks
+        from robotlab_django.chat import revocation
+        from robotlab_django.conf import app_settings
+        from robotlab_django.evals import online
+        from robotlab_django.privacy import erasure
+        from robotlab_django.protocols import tokens as api_tokens
+        from robotlab_django.registry import registry
+        from robotlab_django.runs import executor  # noqa: F401  (its receivers dispatch task rows)
+        from robotlab_django.tracing import instrument
 
         checks.register(robotlab_checks.check_settings)
         checks.register(robotlab_checks.check_llm_available)
+        checks.register(robotlab_checks.check_model_endpoint)
         checks.register(robotlab_checks.check_channel_layer, checks.Tags.urls)
         checks.register(robotlab_checks.check_login_url, checks.Tags.urls)
+        checks.register(robotlab_checks.check_workers, deploy=True)
+        checks.register(robotlab_checks.check_broker_transport, deploy=True)
+        checks.register(robotlab_checks.check_database_connections)
         revocation.connect_signals()  # a logout or deactivation closes the user's thread sockets
+        api_tokens.connect_signals()  # a password change revokes the user's API tokens
         erasure.connect_signals()  # ROBOTLAB["ERASE_ON_USER_DELETE"]: deleting a user erases their content
+        online.connect_signals()  # ROBOTLAB["ONLINE_EVALS"]: a share of completed runs scored in the background
+        instrument.connect_signals()  # ROBOTLAB["INSTRUMENT"]: the core's spans and metrics on or off
         if app_settings.AUTODISCOVER:
             registry.autodiscover()

@@ -7,12 +7,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from asgiref.typing import ASGIApplication
 
 __all__ = ["get_robotlab_asgi_application"]
 
 
-def get_robotlab_asgi_application(http_application: Any = None,
+def get_robotlab_asgi_application(http_application: ASGIApplication | None = None,
                                   extra_websocket_urlpatterns: Sequence[Any] = ()) -> Any:
     """``ProtocolTypeRouter``: HTTP to Django, websockets through the origin check, auth, then the URLs.
 
@@ -31,7 +34,7 @@ def get_robotlab_asgi_application(http_application: Any = None,
     from channels.routing import ProtocolTypeRouter, URLRouter
     from channels.security.websocket import AllowedHostsOriginValidator
 
-    from .routing import websocket_urlpatterns
+    from robotlab_django.routing import websocket_urlpatterns
 
     routes = URLRouter([*websocket_urlpatterns, *extra_websocket_urlpatterns])
     websocket = AllowedHostsOriginValidator(AuthMiddlewareStack(routes))

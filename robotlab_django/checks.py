@@ -4,12 +4,20 @@
 ``robotlab.E001`` ``ROBOTLAB`` is not a dict.
 ``robotlab.E002`` A key has a value of the wrong type, outside its range, or not among its choices.
 ``robotlab.E003`` A dotted path (``LLM``, ``ROBOTS``, ``NETWORKS``) does not import, or a model setting
-                  (``THREAD_MODEL``, ``RESULT_MODEL``, ``EVENT_MODEL``, ``STEP_MODEL``) names no installed model.
+                  (``THREAD_MODEL``, ``RESULT_MODEL``, ``EVENT_MODEL``, ``STEP_MODEL``, ``SPAN_MODEL``) names no
+                  installed model.
 ``robotlab.E004`` ``ROBOTLAB`` holds what looks like an API key or secret.
 ``robotlab.W001`` An unknown key (probably a typo; the hint suggests the closest key).
 ``robotlab.W002`` No LLM is configured: runs will fail until a model or a provider key is set.
 ``robotlab.W003`` The chat pages are routed but no channel layer is configured: nothing streams.
 ``robotlab.W004`` The chat pages need a login but ``LOGIN_URL`` resolves to no page (a 404 on login).
+``robotlab.W006`` (``check --deploy``) The celery executor, and no worker consumes ``TASK_QUEUE``: runs stay queued.
+``robotlab.W007`` A PostgreSQL database reuses connections unchecked (psycopg's pool or ``CONN_MAX_AGE``
+                  without ``CONN_HEALTH_CHECKS``): a dropped connection fails a request.
+``robotlab.W008`` The default model reaches no server: an id litellm cannot place with no ``API_BASE``, or a
+                  provider's own API (``anthropic/...``) sent to ``API_BASE``.
+``robotlab.W009`` (``check --deploy``) The celery executor with a Redis broker on kombu's own Redis transport:
+                  a broker restart with a run in flight ends the worker node (Celery 5.7.0).
 ===============  ===========================================================================
 
 Checks are registered in :meth:`robotlab_django.apps.RobotLabConfig.ready`; they never raise.
@@ -19,24 +27,40 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from django.core.checks import CheckMessage, Error, Warning
 from django.utils.module_loading import import_string
 
-from .conf import SETTINGS, app_settings
+from robotlab_django.conf import SETTINGS, app_settings
 
-__all__ = ["check_channel_layer", "check_llm_available", "check_login_url", "check_settings"]
+if TYPE_CHECKING:
+    from django.apps import AppConfig
+
+__all__ = ["broker_transport_warnings", "check_broker_transport", "check_channel_layer", "check_database_connections",
+           "check_llm_available", "check_login_url", "check_model_endpoint", "check_settings", "check_workers",
+           "database_warnings"]
+
+#: Providers whose names need no look-up in litellm (importing it takes seconds): placed, and not OpenAI's API.
+_KNOWN_PROVIDERS = frozenset({"anthropic", "gemini", "vertex_ai", "bedrock", "azure", "azure_ai", "mistral", "cohere",
+                              "ollama", "ollama_chat", "huggingface", "fireworks_ai", "perplexity", "cerebras",
+                              "sambanova", "watsonx", "databricks", "replicate", "nvidia_nim", "sagemaker"})
+#: litellm providers that speak OpenAI's chat API to whatever ``API_BASE`` names.
+_OPENAI_SPEAKERS = frozenset({"ollama", "ollama_chat", "openai_like", "custom_openai", "litellm_proxy", "llamafile",
+                              "text-completion-openai"})
 
 _SECRET = re.compile(r"(API_?KEY|SECRET|TOKEN|PASSWORD|_KEY$)", re.IGNORECASE)
 _POSITIVE = {"MAX_MESSAGE_LENGTH", "MAX_ATTACHMENT_BYTES", "ADMIN_USAGE_DAYS", "RETENTION_DAYS", "MAX_TOOL_ROUNDS",
              "REQUEST_TIMEOUT",
-             "TASK_MAX_ATTEMPTS", "RUN_LEASE", "STREAM_FLUSH_INTERVAL", "STREAM_FLUSH_DELTAS"}
+             "TASK_MAX_ATTEMPTS", "RUN_LEASE", "STREAM_FLUSH_INTERVAL", "STREAM_FLUSH_DELTAS",
+             "API_TOKEN_DAYS", "RUN_RATE_LIMIT", "RUN_RATE_PERIOD",
+             "MAX_ATTACHMENTS", "WORKER_WAIT_HINT"}
+_GROUP_PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,60}$")
 _MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     return type(value).__name__
 
 
@@ -44,7 +68,7 @@ def _invalid(key: str, message: str, hint: str | None = None) -> Error:
     return Error(f"ROBOTLAB['{key}'] {message}", hint=hint or SETTINGS[key].doc, id="robotlab.E002")
 
 
-def _value_errors(key: str, value: Any) -> list[CheckMessage]:
+def _value_errors(key: str, value: Any) -> list[CheckMessage]:  # a setting: anything
     spec = SETTINGS[key]
     if value is None:
         return [] if spec.nullable else [_invalid(key, "must not be None.")]
@@ -66,16 +90,22 @@ def _value_errors(key: str, value: Any) -> list[CheckMessage]:
         bad = [item for item in value if not isinstance(item, str) or not _MODULE_NAME.match(item)]
         if bad:
             return [_invalid(key, f"must list module names; {bad!r} are not.")]
+    if key == "GROUP_PREFIX" and not _GROUP_PREFIX.match(value):
+        return [_invalid(key, f"is {value!r}; use 1 to 60 ASCII letters, digits, '-', '_' or '.' (channels' rule "
+                              "for group names).")]
     if key in {"ROBOTS", "NETWORKS"}:
-        bad = [name for name, target in value.items()
-               if not isinstance(name, str) or not (isinstance(target, str) or callable(target))]
-        if bad:
+        from robotlab_django.registry.entries import settings_entry_problem
+
+        problems = {name: settings_entry_problem(target) or "its name is no str" for name, target in value.items()
+                    if not isinstance(name, str) or settings_entry_problem(target)}
+        if problems:
             kind = "robot" if key == "ROBOTS" else "network"
-            return [_invalid(key, f"maps {kind} names to dotted paths; the entries {bad!r} are not.")]
+            return [_invalid(key, f"maps {kind} names to dotted paths or dicts of options; the entries "
+                                  f"{list(problems)!r} are not: {'; '.join(problems.values())}.")]
     return []
 
 
-def _resolution_errors(key: str, value: Any) -> list[CheckMessage]:
+def _resolution_errors(key: str, value: Any) -> list[CheckMessage]:  # a setting _value_errors checked
     if key == "LLM" and isinstance(value, str):
         try:
             import_string(value)
@@ -86,7 +116,8 @@ def _resolution_errors(key: str, value: Any) -> list[CheckMessage]:
     if key in {"ROBOTS", "NETWORKS"}:
         kind = "Robot" if key == "ROBOTS" else "Network"
         errors: list[CheckMessage] = []
-        for name, target in value.items():
+        for name, entry in value.items():
+            target = entry.get("factory") if isinstance(entry, dict) else entry
             if isinstance(target, str):
                 try:
                     import_string(target)
@@ -96,7 +127,7 @@ def _resolution_errors(key: str, value: Any) -> list[CheckMessage]:
                                              f"returning a {kind}, or a class with a build() classmethod).",
                                         id="robotlab.E003"))
         return errors
-    if key in {"THREAD_MODEL", "RESULT_MODEL", "EVENT_MODEL", "STEP_MODEL"}:
+    if key in {"THREAD_MODEL", "RESULT_MODEL", "EVENT_MODEL", "STEP_MODEL", "SPAN_MODEL"}:
         from django.apps import apps
 
         try:
@@ -108,7 +139,7 @@ def _resolution_errors(key: str, value: Any) -> list[CheckMessage]:
     return []
 
 
-def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: object) -> list[CheckMessage]:
     """Validate every key of ``settings.ROBOTLAB`` (``robotlab.E001`` to ``E004``, ``W001``)."""
     raw = app_settings.raw
     if not isinstance(raw, Mapping):
@@ -138,7 +169,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     return messages
 
 
-def check_llm_available(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+def check_llm_available(app_configs: Sequence[AppConfig] | None = None, **kwargs: object) -> list[CheckMessage]:
     """``robotlab.W002`` when robots have no model to use (no setting, no ``ROBOT_LAB_MODEL``, no key)."""
     if not isinstance(app_settings.raw, Mapping) or app_settings.LLM or app_settings.DEFAULT_MODEL:
         return []
@@ -169,7 +200,7 @@ def _chat_pages_routed() -> bool:
     return True
 
 
-def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+def check_channel_layer(app_configs: Sequence[AppConfig] | None = None, **kwargs: object) -> list[CheckMessage]:
     """``robotlab.W003`` when the chat pages are routed and ``CHANNEL_LAYERS`` is missing.
 
     Without a layer the websocket connects but no event ever arrives: the reply shows up all at once from
@@ -186,12 +217,12 @@ def check_channel_layer(app_configs: Any = None, **kwargs: Any) -> list[CheckMes
              '"Add RobotLab to your Django project").', id="robotlab.W003")]
 
 
-def check_login_url(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+def check_login_url(app_configs: Sequence[AppConfig] | None = None, **kwargs: object) -> list[CheckMessage]:
     """``robotlab.W004`` when the chat pages need a login and ``LOGIN_URL`` is no page of the site."""
     from django.conf import settings
     from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 
-    # settings.ROBOTLAB_CHAT_LOGIN_REQUIRED as robotlab_django.access reads it (a layer above the checks)
+    # settings.ROBOTLAB_CHAT_LOGIN_REQUIRED as robotlab_django.chat.access reads it (a layer above the checks)
     if not getattr(settings, "ROBOTLAB_CHAT_LOGIN_REQUIRED", True) or not _chat_pages_routed():
         return []
     login_url = str(settings.LOGIN_URL)
@@ -210,3 +241,154 @@ def check_login_url(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage
                  "its registration/login.html), set LOGIN_URL to your login page, or set "
                  "ROBOTLAB_CHAT_LOGIN_REQUIRED = False.", id="robotlab.W004")]
     return []
+
+
+def check_workers(app_configs: Sequence[AppConfig] | None = None, **kwargs: object) -> list[CheckMessage]:
+    """``robotlab.W006`` (``check --deploy``): the celery executor, and no worker answers on ``TASK_QUEUE``.
+
+    Asks the workers over the broker for a second (:func:`robotlab_django.workers.presence.queue_consumers`),
+    with the current Celery app: the project's, once its ``celery.py`` is imported (as ``manage.py`` does
+    when the project's ``__init__.py`` imports it).
+    """
+    from robotlab_django.workers.presence import BrokerUnreachableError, queue_consumers
+
+    if app_settings.EXECUTOR != "celery":
+        return []
+    queue = str(app_settings.TASK_QUEUE)
+    hint = (f"Start a worker on the queue: celery -A yourproject worker -Q {queue} (docs: Live runs, Celery). "
+            "Runs queued meanwhile wait; the chat page says so after ROBOTLAB['WORKER_WAIT_HINT'] seconds.")
+    try:
+        workers = queue_consumers(queue)
+    except BrokerUnreachableError as exc:
+        return [Warning(f"EXECUTOR is 'celery' but the Celery broker did not answer ({exc}): no run can be queued.",
+                        hint="Check CELERY_BROKER_URL and that the broker runs.", id="robotlab.W006")]
+    if workers:
+        return []
+    return [Warning(f"EXECUTOR is 'celery' but no Celery worker consumes the queue {queue!r}: queued runs will "
+                    "wait until one does.", hint=hint, id="robotlab.W006")]
+
+
+def check_broker_transport(app_configs: Sequence[AppConfig] | None = None, **kwargs: object) -> list[CheckMessage]:
+    """``robotlab.W009`` (``check --deploy``): the celery executor, a Redis broker, kombu's own Redis transport.
+
+    Reads the current Celery app's ``broker_url`` and ``broker_transport`` (see :func:`check_workers`).
+    """
+    if app_settings.EXECUTOR != "celery":
+        return []
+    from celery import current_app
+
+    return broker_transport_warnings(current_app.conf.broker_url, current_app.conf.broker_transport)
+
+
+def broker_transport_warnings(broker_url: object, transport: object) -> list[CheckMessage]:
+    """The ``robotlab.W009`` warning of a broker URL and transport (see :mod:`robotlab_django.workers.redis_broker`).
+
+    Args:
+        broker_url: Celery's ``broker_url``: a URL, ``;``-separated URLs, a list of them, or ``None``.
+        transport: Celery's ``broker_transport``: ``None``, an alias, a dotted path or a transport class.
+    """
+    from kombu.transport import resolve_transport
+
+    first = broker_url[0] if isinstance(broker_url, list | tuple) and broker_url else broker_url
+    scheme = str(first).split(";")[0].partition("://")[0] if isinstance(first, str) and "://" in first else ""
+    try:
+        chosen = transport if isinstance(transport, type) else resolve_transport(str(transport or scheme) or None)
+    except Exception:  # an unknown or broken transport is Celery's to report, when it connects
+        return []
+    if chosen is not resolve_transport("redis"):
+        return []  # another broker, robotlab_django.workers.redis_broker's transport, or a site's own
+    return [Warning(
+        "EXECUTOR is 'celery' with a Redis broker on kombu's own Redis transport: when the broker's Redis "
+        "restarts while a run is in flight, a Celery 5.7 worker node exits (AttributeError in kombu's Redis "
+        "channel) and no run is taken until it is started again.",
+        hint='Set CELERY_BROKER_TRANSPORT = "robotlab_django.workers.redis_broker:Transport" (docs: Live '
+             "runs, Survive a broker restart), and run workers under a supervisor.", id="robotlab.W009")]
+
+
+def _default_model() -> str | None:
+    if app_settings.DEFAULT_MODEL:
+        return str(app_settings.DEFAULT_MODEL)
+    from robotlab.config import get_config
+
+    try:
+        return get_config().default_model()
+    except Exception:  # a broken RobotLab config file is reported when a robot runs
+        return None
+
+
+def check_model_endpoint(app_configs: Sequence[AppConfig] | None = None, **kwargs: object) -> list[CheckMessage]:
+    """``robotlab.W008`` when the default model reaches no server (see the module docstring)."""
+    if not isinstance(app_settings.raw, Mapping) or app_settings.LLM:
+        return []
+    model = _default_model()
+    if not model:
+        return []
+    from robotlab.llm import litellm_places
+    from robotlab.llm.transport import PROVIDERS, SERVER_PROVIDER
+
+    api_base = app_settings.API_BASE
+    prefix, slash, _name = model.partition("/")
+    if prefix in PROVIDERS or prefix in _OPENAI_SPEAKERS:
+        return []  # OpenAI's API at API_BASE, or at the provider's own URL
+    if api_base is None:
+        if (slash and prefix in _KNOWN_PROVIDERS) or litellm_places(model):
+            return []
+        return [Warning(
+            f"ROBOTLAB['DEFAULT_MODEL'] = {model!r} names no provider litellm knows, and no API_BASE says which "
+            "server serves it: every run would fail with litellm's \"LLM Provider NOT provided\".",
+            hint="For a model on your own server (vLLM, LM Studio, Ollama), set ROBOTLAB['API_BASE'] to the "
+                 "server's /v1 URL: the id is then sent to it as written. For a hosted model, start it with its "
+                 "provider (openai/..., anthropic/...). Recipe: docs/django/local-models.md.",
+            id="robotlab.W008")]
+    if slash and (prefix in _KNOWN_PROVIDERS or litellm_places(model, api_base)):
+        return [Warning(
+            f"ROBOTLAB['DEFAULT_MODEL'] = {model!r} starts with litellm's provider {prefix!r}: requests go to "
+            f"API_BASE = {api_base!r} in {prefix}'s own API, which only a proxy of {prefix} answers.",
+            hint=f"If API_BASE is an OpenAI-compatible server (vLLM, LM Studio, Ollama's /v1) whose model id is "
+                 f"{model!r}, write {SERVER_PROVIDER + '/' + model!r}. Recipe: docs/django/local-models.md.",
+            id="robotlab.W008")]
+    return []
+def check_database_connections(app_configs: Sequence[AppConfig] | None = None, **kwargs: object) -> list[CheckMessage]:
+    """``robotlab.W007``: a PostgreSQL database whose reused connections are never checked.
+
+    A connection the server dropped (a restart, a failover, ``pg_terminate_backend``) stays in psycopg's
+    pool, or in a thread with ``CONN_MAX_AGE``, and fails the next request that takes it: one 500 per pooled
+    connection. Django's ``CONN_HEALTH_CHECKS`` (for the pool: psycopg's ``check_connection``) replaces it first.
+    """
+    from django.conf import settings
+
+    return database_warnings(getattr(settings, "DATABASES", {}))
+
+
+def database_warnings(databases: Mapping[str, Mapping[str, Any]]) -> list[CheckMessage]:
+    """The ``robotlab.W007`` warnings of a ``DATABASES`` setting (see :func:`check_database_connections`)."""
+    messages: list[CheckMessage] = []
+    for alias, database in databases.items():
+        if "postgresql" not in str(database.get("ENGINE", "")):
+            continue
+        pool = (database.get("OPTIONS") or {}).get("pool")
+        if pool:
+            # Django builds the pool with check=ConnectionPool.check_connection when CONN_HEALTH_CHECKS is on,
+            # else check=None: a "check" among the pool's options is then passed twice (a TypeError at the
+            # first query)
+            if isinstance(pool, Mapping) and "check" in pool:
+                messages.append(Warning(
+                    f"DATABASES['{alias}'] gives psycopg's pool a 'check' of its own: Django passes the pool's "
+                    "check itself, so every connection fails (ConnectionPool() got multiple values for 'check').",
+                    hint=f"Remove 'check' from OPTIONS['pool'] and set DATABASES['{alias}']['CONN_HEALTH_CHECKS'] "
+                         "= True.",
+                    id="robotlab.W007"))
+            elif not database.get("CONN_HEALTH_CHECKS"):
+                messages.append(Warning(
+                    f"DATABASES['{alias}'] uses psycopg's pool without CONN_HEALTH_CHECKS: a connection the server "
+                    "dropped is handed out again and fails its request (a 500 for each pooled connection).",
+                    hint=f"Set DATABASES['{alias}']['CONN_HEALTH_CHECKS'] = True: Django then gives the pool "
+                         "psycopg_pool.ConnectionPool.check_connection.",
+                    id="robotlab.W007"))
+        elif database.get("CONN_MAX_AGE", 0) != 0 and not database.get("CONN_HEALTH_CHECKS"):
+            messages.append(Warning(
+                f"DATABASES['{alias}'] keeps connections between requests (CONN_MAX_AGE) without "
+                "CONN_HEALTH_CHECKS: a connection the server dropped fails the next request of each thread.",
+                hint=f"Set DATABASES['{alias}']['CONN_HEALTH_CHECKS'] = True, or use psycopg's pool with a check.",
+                id="robotlab.W007"))
+    return messages

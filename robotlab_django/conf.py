@@ -21,6 +21,8 @@ from django.conf import ENVIRONMENT_VARIABLE, settings
 from django.db import models
 from django.utils.module_loading import import_string
 
+from robotlab.llm.transport import TRANSPORTS
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -57,16 +59,20 @@ SETTINGS: dict[str, Setting] = {
         None, (str,), "How app-built robots reach the model: 'auto' (the direct client for OpenAI-compatible "
         "models, litellm for other providers and whenever litellm itself is configured), 'litellm' or 'direct'. "
         "None uses robotlab's llm_transport setting ('auto' unless configured).",
-        choices=("auto", "litellm", "direct"), nullable=True),
+        choices=TRANSPORTS, nullable=True),
     "MAX_TOOL_ROUNDS": Setting(
         None, (int,), "Tool calls allowed per run for app-built robots that set no max_tool_rounds.",
         nullable=True),
     "ROBOTS": Setting(
         {}, (dict,), "Extra robots by name: {'support': 'myapp.support.build'}; each value is a dotted path "
-        "to a factory (a callable returning a Robot, or a class with a build classmethod)."),
+        "to a factory (a callable returning a Robot, or a class with a build classmethod), or a dict of the "
+        "robot's options: {'support': {'factory': 'myapp.support.build', 'on_busy': 'reject'}} ('factory' left "
+        "out: options of a robot registered in code). on_busy: what a message does while the thread's reply "
+        "runs: 'enqueue' (the default), 'reject', 'interrupt' or 'steer'."),
     "NETWORKS": Setting(
         {}, (dict,), "Extra networks by name: {'support': 'myapp.support.support_network'}; each value is a dotted "
-        "path to a factory (a callable returning a robotlab.Network, or a class with a build classmethod)."),
+        "path to a factory (a callable returning a robotlab.Network, or a class with a build classmethod), or "
+        "a dict of options as for ROBOTS ('factory', 'on_busy')."),
     "AUTODISCOVER": Setting(
         True, (bool,), "Import the robot modules (ROBOT_MODULES) of every installed app at startup."),
     "ROBOT_MODULES": Setting(
@@ -82,6 +88,9 @@ SETTINGS: dict[str, Setting] = {
     "STEP_MODEL": Setting(
         "robotlab.RunStep", (str,), "'app_label.Model' of the run step model (checkpointed LLM and tool calls); "
         "its result foreign key must point at RESULT_MODEL, else runs are not checkpointed."),
+    "SPAN_MODEL": Setting(
+        "robotlab.RunSpan", (str,), "'app_label.Model' of the span model (the stored OpenTelemetry spans of runs, "
+        "TRACES); its result foreign key must point at RESULT_MODEL, else no span is stored."),
     "CHECKPOINT_STEPS": Setting(
         True, (bool,), "Store each completed LLM call and tool call of a run as a step; a run executed again "
         "after its worker was lost replays them instead of calling the model and the tools again."),
@@ -94,6 +103,10 @@ SETTINGS: dict[str, Setting] = {
         None, (bool,), "Run a network turn as one job per task, advanced by whichever worker finishes one "
         "(see docs/django/distributed-networks.md); None: on when EXECUTOR is 'celery', else the turn runs in "
         "one process.", nullable=True),
+    "NETWORK_INLINE_TASKS": Setting(
+        True, (bool,), "A job of a distributed network turn that leaves exactly one task ready runs that task itself "
+        "(the turn's first task, the task that joins parallel branches, the next link of a chain) instead of "
+        "sending it through the broker; parallel tasks are always sent, one message each."),
     "NETWORK_MEMORY_URL": Setting(
         None, (str,), "Redis URL of the memory the tasks of a distributed network turn share (one namespace per "
         "turn, so a task's memory.get(key, wait=...) wakes when a task on another worker sets the key); None: "
@@ -103,14 +116,26 @@ SETTINGS: dict[str, Setting] = {
     "TASK_MAX_ATTEMPTS": Setting(
         3, (int,), "Times a run may be claimed (first run, redeliveries after a lost worker, re-queues by "
         "robotlab_requeue_stuck) before it is marked failed instead of running again."),
+    "WORKER_WAIT_HINT": Setting(
+        10, (int, float), "Seconds a run may wait 'queued' under the celery executor before the chat page says that "
+        "no worker has picked it up (and how to start one); None never says it.", nullable=True),
     "RUN_LEASE": Setting(
         900, (int, float), "Seconds a run may stay 'running' before robotlab_requeue_stuck treats its worker as "
         "lost; keep it above the longest run (and below the broker's visibility_timeout)."),
+    "WORKER_WARM_UP": Setting(
+        True, (bool,), "Celery worker processes build what a first job needs when they start (the robots' and "
+        "networks' modules and models, the price table, the channel layer, litellm when a model goes through it, "
+        "the direct client's connection pool), so the first job costs what a later one does "
+        "(robotlab_django.workers.warm_up)."),
     "STREAM_FLUSH_INTERVAL": Setting(
         0.05, (int, float), "Seconds a run's coalesced text deltas wait for more before they are stored and "
         "sent to the thread's websocket group (a timer flushes them, not the next token)."),
     "STREAM_FLUSH_DELTAS": Setting(
         20, (int,), "Text deltas that make a coalesced batch go out before STREAM_FLUSH_INTERVAL."),
+    "GROUP_PREFIX": Setting(
+        None, (str,), "Prefix of the app's channel-layer group names (<prefix>.thread.<pk>); None derives one from "
+        "SECRET_KEY, unique to the project. Redis pub/sub ignores the database number: two projects sharing a Redis "
+        "must differ here (or in the channel layer's prefix).", nullable=True),
     "STREAM_PUBLISH_TIMEOUT": Setting(
         5.0, (int, float), "Seconds a flush waits for the channel layer to take a batch (a hung Redis) before it "
         "gives up on sending it live; the batch is stored either way and clients get it from the rows."),
@@ -119,8 +144,26 @@ SETTINGS: dict[str, Setting] = {
     "MAX_ATTACHMENT_BYTES": Setting(
         10_485_760, (int,), "Most bytes of files one run's message may carry (the attachments stored with the "
         "run, e.g. ACP image and file parts); more raises ValueError (ACP: 413 invalid_input)."),
+    "MAX_ATTACHMENTS": Setting(
+        20, (int,), "Most files one run's message may carry, whatever their size (ACP and A2A file parts, "
+        "attachments= of the services); more raises ValueError (ACP: 422 invalid_input, A2A: InvalidParams)."),
+    "CONTENT_SECURITY_POLICY": Setting(
+        None, (str,), "The Content-Security-Policy header of the chat pages; None sends the app's strict one "
+        "(everything from the site itself, images also from data: and blob:, the websocket from the page's host, "
+        "no inline script), '' sends none.", nullable=True),
     "ADMIN_USAGE_DAYS": Setting(
         30, (int,), "Days shown by default on the admin usage page."),
+    "RUN_RATE_LIMIT": Setting(
+        30, (int,), "Runs one user may queue through the chat socket and form, ACP and A2A in any RUN_RATE_PERIOD "
+        "seconds, on all their threads together (an anonymous visitor: per thread); one more is refused in the "
+        "door's own form (an error frame, HTTP 429 with Retry-After, a JSON-RPC error) and queues nothing. None: no "
+        "limit.", nullable=True),
+    "RUN_RATE_PERIOD": Setting(
+        60, (int, float), "Seconds of the window RUN_RATE_LIMIT counts a user's queued runs in."),
+    "API_TOKEN_DAYS": Setting(
+        90, (int,), "Days an API token from 'manage.py robotlab_token' is valid (its --days overrides it); requests "
+        "with an expired token get 401. None: new tokens never expire. A user's tokens are revoked when their "
+        "password changes.", nullable=True),
     "ASK_TIMEOUT": Setting(
         86_400, (int, float), "Seconds a run may wait 'awaiting' an answer to its robot's question (AskUser); "
         "robotlab_requeue_stuck fails the runs parked longer (error_type 'AskTimeout')."),
@@ -136,13 +179,35 @@ SETTINGS: dict[str, Setting] = {
     "BUDGETS": Setting(
         {}, (dict,), "Daily budgets, enforced across worker processes (docs/django/budgets.md): USER_TOKENS and "
         "USER_COST per user per day, ROBOT_TOKENS and ROBOT_COST per robot per day (None or missing: no limit); "
-        "RESERVE_TOKENS (default 4000) and RESERVE_COST (default 0.05) are what each run reserves before it "
-        "starts, so concurrent runs never pass a limit by more than one reservation."),
+        "every model call reserves its estimate before it is sent (its prompt's tokens plus max_tokens, or "
+        "RESERVE_TOKENS, default 4000, when the call sets none; RESERVE_COST, default 0.05, per call) and is "
+        "refused when that does not fit, so concurrent runs pass a limit only by the calls' estimate errors; "
+        "RESERVATION_TTL (default 3600 s) releases a reservation whose run died."),
+    "INSTRUMENT": Setting(
+        None, (bool,), "Emit the core's OpenTelemetry GenAI spans and metrics of every run (robotlab.configure("
+        "instrument=...)); False turns them off in this process; None leaves it to robotlab's instrument setting "
+        "(ROBOT_LAB_INSTRUMENT, on unless configured).", nullable=True),
+    "TRACES": Setting(
+        True, (bool,), "Keep the spans of the app's runs in the database (SPAN_MODEL, pruned and erased with the "
+        "runs), beside any exporter of the project's own tracer provider; installs an OpenTelemetry SDK tracer "
+        "provider when the project set none (needs opentelemetry-sdk; see docs/django/tracing.md)."),
+    "ONLINE_EVALS": Setting(
+        {}, (dict,), "Online evals by robot name: {'support': {'rate': 0.1, 'evaluators': [{'kind': 'judge', "
+        "'robot': 'grader', 'rubric': '...'}]}}: that share (0-1) of the robot's completed runs, chosen by a hash of "
+        "each run's id, is scored in the background by the evaluators (the specs of eval cases' expectations), off "
+        "the run's path (a Celery task under the celery executor, else a thread of this process); each score is "
+        "stored with its run and version, and the admin's usage page shows the rolling score per version."),
 }
 
-#: The keys of ``ROBOTLAB["BUDGETS"]``: the daily limits and the per-run reservation defaults.
+#: What a message does while its thread's reply runs (``ROBOTLAB["ROBOTS"][name]["on_busy"]``, or the robot's
+#: registration): wait behind it, be refused, stop it, or join its conversation (:mod:`robotlab_django.runs.busy`).
+ON_BUSY_POLICIES = ("enqueue", "reject", "interrupt", "steer")
+#: The keys of a robot's (or network's) dict in ``ROBOTLAB["ROBOTS"]`` (``["NETWORKS"]``).
+ROBOT_OPTIONS = ("factory", "on_busy")
+
+#: The keys of ``ROBOTLAB["BUDGETS"]``: the daily limits and the per-call reservation defaults.
 BUDGET_LIMITS = ("USER_TOKENS", "USER_COST", "ROBOT_TOKENS", "ROBOT_COST")
-BUDGET_DEFAULTS = {"RESERVE_TOKENS": 4_000, "RESERVE_COST": 0.05}
+BUDGET_DEFAULTS = {"RESERVE_TOKENS": 4_000, "RESERVE_COST": 0.05, "RESERVATION_TTL": 3_600}
 
 
 class AppSettings:
@@ -182,33 +247,60 @@ class AppSettings:
     RESULT_MODEL = property(lambda self: self.get("RESULT_MODEL"), doc=SETTINGS["RESULT_MODEL"].doc)
     EVENT_MODEL = property(lambda self: self.get("EVENT_MODEL"), doc=SETTINGS["EVENT_MODEL"].doc)
     STEP_MODEL = property(lambda self: self.get("STEP_MODEL"), doc=SETTINGS["STEP_MODEL"].doc)
+    SPAN_MODEL = property(lambda self: self.get("SPAN_MODEL"), doc=SETTINGS["SPAN_MODEL"].doc)
     CHECKPOINT_STEPS = property(lambda self: self.get("CHECKPOINT_STEPS"), doc=SETTINGS["CHECKPOINT_STEPS"].doc)
     EXECUTOR = property(lambda self: self.get("EXECUTOR"), doc=SETTINGS["EXECUTOR"].doc)
     DISTRIBUTED_NETWORKS = property(lambda self: self.get("DISTRIBUTED_NETWORKS"),
                                     doc=SETTINGS["DISTRIBUTED_NETWORKS"].doc)
+    NETWORK_INLINE_TASKS = property(lambda self: self.get("NETWORK_INLINE_TASKS"),
+                                    doc=SETTINGS["NETWORK_INLINE_TASKS"].doc)
     NETWORK_MEMORY_URL = property(lambda self: self.get("NETWORK_MEMORY_URL"), doc=SETTINGS["NETWORK_MEMORY_URL"].doc)
     TASK_QUEUE = property(lambda self: self.get("TASK_QUEUE"), doc=SETTINGS["TASK_QUEUE"].doc)
     TASK_MAX_ATTEMPTS = property(lambda self: self.get("TASK_MAX_ATTEMPTS"), doc=SETTINGS["TASK_MAX_ATTEMPTS"].doc)
+    WORKER_WAIT_HINT = property(lambda self: self.get("WORKER_WAIT_HINT"), doc=SETTINGS["WORKER_WAIT_HINT"].doc)
     RUN_LEASE = property(lambda self: self.get("RUN_LEASE"), doc=SETTINGS["RUN_LEASE"].doc)
+    WORKER_WARM_UP = property(lambda self: self.get("WORKER_WARM_UP"), doc=SETTINGS["WORKER_WARM_UP"].doc)
     STREAM_FLUSH_INTERVAL = property(lambda self: self.get("STREAM_FLUSH_INTERVAL"),
                                      doc=SETTINGS["STREAM_FLUSH_INTERVAL"].doc)
     STREAM_FLUSH_DELTAS = property(lambda self: self.get("STREAM_FLUSH_DELTAS"),
                                    doc=SETTINGS["STREAM_FLUSH_DELTAS"].doc)
+    GROUP_PREFIX = property(lambda self: self.get("GROUP_PREFIX"), doc=SETTINGS["GROUP_PREFIX"].doc)
     STREAM_PUBLISH_TIMEOUT = property(lambda self: self.get("STREAM_PUBLISH_TIMEOUT"),
                                       doc=SETTINGS["STREAM_PUBLISH_TIMEOUT"].doc)
     MAX_MESSAGE_LENGTH = property(lambda self: self.get("MAX_MESSAGE_LENGTH"),
                                   doc=SETTINGS["MAX_MESSAGE_LENGTH"].doc)
     MAX_ATTACHMENT_BYTES = property(lambda self: self.get("MAX_ATTACHMENT_BYTES"),
                                     doc=SETTINGS["MAX_ATTACHMENT_BYTES"].doc)
+    MAX_ATTACHMENTS = property(lambda self: self.get("MAX_ATTACHMENTS"), doc=SETTINGS["MAX_ATTACHMENTS"].doc)
+    CONTENT_SECURITY_POLICY = property(lambda self: self.get("CONTENT_SECURITY_POLICY"),
+                                       doc=SETTINGS["CONTENT_SECURITY_POLICY"].doc)
     ADMIN_USAGE_DAYS = property(lambda self: self.get("ADMIN_USAGE_DAYS"), doc=SETTINGS["ADMIN_USAGE_DAYS"].doc)
+    RUN_RATE_LIMIT = property(lambda self: self.get("RUN_RATE_LIMIT"), doc=SETTINGS["RUN_RATE_LIMIT"].doc)
+    RUN_RATE_PERIOD = property(lambda self: self.get("RUN_RATE_PERIOD"), doc=SETTINGS["RUN_RATE_PERIOD"].doc)
+    API_TOKEN_DAYS = property(lambda self: self.get("API_TOKEN_DAYS"), doc=SETTINGS["API_TOKEN_DAYS"].doc)
     ASK_TIMEOUT = property(lambda self: self.get("ASK_TIMEOUT"), doc=SETTINGS["ASK_TIMEOUT"].doc)
     CANCEL_POLL_INTERVAL = property(lambda self: self.get("CANCEL_POLL_INTERVAL"),
                                     doc=SETTINGS["CANCEL_POLL_INTERVAL"].doc)
     RETENTION_DAYS = property(lambda self: self.get("RETENTION_DAYS"), doc=SETTINGS["RETENTION_DAYS"].doc)
     ERASE_ON_USER_DELETE = property(lambda self: self.get("ERASE_ON_USER_DELETE"),
                                     doc=SETTINGS["ERASE_ON_USER_DELETE"].doc)
+    INSTRUMENT = property(lambda self: self.get("INSTRUMENT"), doc=SETTINGS["INSTRUMENT"].doc)
+    TRACES = property(lambda self: self.get("TRACES"), doc=SETTINGS["TRACES"].doc)
+    ONLINE_EVALS = property(lambda self: self.get("ONLINE_EVALS"), doc=SETTINGS["ONLINE_EVALS"].doc)
 
     # -- resolved values -----------------------------------------------------------------
+    def robot_option(self, name: str, key: str) -> Any:
+        """Option ``key`` of the robot (else network) ``name`` in ``ROBOTS`` (``NETWORKS``); ``None`` when unset.
+
+        Only a dict entry has options (``{"factory": ..., "on_busy": ...}``); a dotted path or a callable has none.
+        """
+        for setting in ("ROBOTS", "NETWORKS"):
+            entries = self.get(setting)
+            entry = entries.get(name) if isinstance(entries, dict) else None
+            if entry is not None:
+                return entry.get(key) if isinstance(entry, Mapping) else None
+        return None
+
     @property
     def BUDGETS(self) -> dict[str, Any]:  # noqa: N802 - named like the setting, as its siblings
         """``ROBOTLAB["BUDGETS"]`` with the reservation defaults filled in (every limit ``None`` when unset)."""
@@ -231,6 +323,10 @@ class AppSettings:
     def step_model(self) -> type[models.Model]:
         """The model class named by ``STEP_MODEL``."""
         return apps.get_model(self.STEP_MODEL)
+
+    def span_model(self) -> type[models.Model]:
+        """The model class named by ``SPAN_MODEL``."""
+        return apps.get_model(self.SPAN_MODEL)
 
     def llm_factory(self) -> Callable[[], Any] | None:
         """The callable named by ``LLM`` (imported when it is a dotted path), or ``None``."""
@@ -283,6 +379,12 @@ class AppSettings:
         """Where new apps are created: ``settings.BASE_DIR`` when set, else the working directory."""
         base = getattr(settings, "BASE_DIR", None)
         return Path(base) if base is not None else Path.cwd()
+
+    @property
+    def logout_redirect_url(self) -> str | None:
+        """``settings.LOGOUT_REDIRECT_URL`` (``None`` when unset): where the project sends a visitor who logs out."""
+        value = getattr(settings, "LOGOUT_REDIRECT_URL", None)
+        return str(value) if value else None
 
     @property
     def settings_module(self) -> str | None:

@@ -10,15 +10,21 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 
+from robotlab_django.storable import storable
+
 
 class RobotLabJSONEncoder(DjangoJSONEncoder):
     """:class:`DjangoJSONEncoder` (dates, decimals, UUIDs) that falls back to ``str(value)``."""
 
-    def default(self, o: Any) -> Any:
-        """Encode ``o`` as Django does, else as ``list`` for sets and ``str`` for the rest."""
+    def default(self, o: object) -> Any:
+        """Encode ``o`` as Django does, else as ``list`` for sets and ``str`` for the rest; storable text either way.
+
+        The strings made here are made storable (:func:`robotlab_django.storable.storable`), as the JSON fields do
+        with the value's own strings.
+        """
         if isinstance(o, set | frozenset):
-            return sorted(o, key=repr)
+            return storable(sorted(o, key=repr))
         try:
-            return super().default(o)
+            return storable(super().default(o))
         except TypeError:
-            return str(o)
+            return storable(str(o))

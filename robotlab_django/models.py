@@ -1,19 +1,43 @@
-"""The app's concrete models: :class:`Thread`, :class:`RobotResult`, :class:`RunEvent` and :class:`RunStep`.
+"""The app's concrete models: a thread, its results, their events, steps and spans, API tokens and tool effects.
 
-They are built on :mod:`robotlab_django.abstract_models` and shipped with migrations. The
-services look them up through ``ROBOTLAB["THREAD_MODEL"]``, ``["RESULT_MODEL"]``,
-``["EVENT_MODEL"]`` and ``["STEP_MODEL"]``, so a project may use its own subclasses instead.
+:class:`Thread`, :class:`RobotResult`, :class:`RunEvent`, :class:`RunStep` and :class:`RunSpan` are built on
+:mod:`robotlab_django.abstract_models` and shipped with migrations. The services look them up through
+``ROBOTLAB["THREAD_MODEL"]``, ``["RESULT_MODEL"]``, ``["EVENT_MODEL"]``, ``["STEP_MODEL"]`` and
+``["SPAN_MODEL"]``, so a project may use its own subclasses instead.
+
+:class:`ToolApproval` is a proxy of :class:`RobotResult` for the runs waiting for a person's approval of a tool
+call; it carries the ``robotlab.approve_toolcall`` permission (see :mod:`robotlab_django.runs.approvals`).
+
+The other models are defined by concept beside the code that uses them, and imported here, where Django finds
+them (one app, one set of migrations): the accounting ones (:mod:`robotlab_django.accounting.models`), robot
+versions and labels (:mod:`robotlab_django.versions.models`) and evals with the online scores
+(:mod:`robotlab_django.evals.models`). Import any of them from this module.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .abstract_models import AbstractRobotResult, AbstractRunEvent, AbstractRunStep, AbstractThread, Status
+from robotlab_django.abstract_models import (
+    AbstractRobotResult,
+    AbstractRunEvent,
+    AbstractRunSpan,
+    AbstractRunStep,
+    AbstractThread,
+    Status,
+)
+from robotlab_django.accounting.models import BudgetLedger, BudgetReservation, UsageRollup
+from robotlab_django.encoders import RobotLabJSONEncoder
+from robotlab_django.evals.models import EvalCase, EvalCaseResult, EvalRun, EvalSet, OnlineScore
+from robotlab_django.storable import StorableCharField, StorableJSONField, StorableTextField
+from robotlab_django.versions.models import RobotLabel, RobotVersion
 
-__all__ = ["ApiToken", "BudgetLedger", "RobotResult", "RunEvent", "RunStep", "Status", "Thread", "UsageRollup"]
+__all__ = ["ApiToken", "BudgetLedger", "BudgetReservation", "EvalCase", "EvalCaseResult", "EvalRun", "EvalSet",
+           "OnlineScore", "RobotLabel", "RobotResult", "RobotVersion", "RunEvent", "RunSpan", "RunStep", "Status",
+           "Thread", "ToolApproval", "ToolEffect", "UsageRollup"]
 
 
 class Thread(AbstractThread):
@@ -36,6 +60,20 @@ class RobotResult(AbstractRobotResult):
         ]
 
 
+class ToolApproval(RobotResult):
+    """A run parked until a person approves or denies a tool call (its ``question`` says which call).
+
+    A proxy: the rows are the results' own. Its permission ``robotlab.approve_toolcall`` lets staff approve or deny
+    the tool calls of anyone's runs; a run's own user needs none.
+    """
+
+    class Meta:
+        proxy = True
+        verbose_name = _("tool approval")
+        verbose_name_plural = _("tool approvals")
+        permissions = [("approve_toolcall", _("Can approve or deny the tool calls of anyone's runs"))]
+
+
 class RunEvent(AbstractRunEvent):
     """One stream event of a run, kept for replay."""
 
@@ -56,6 +94,15 @@ class RunStep(AbstractRunStep):
         pass
 
 
+class RunSpan(AbstractRunSpan):
+    """One OpenTelemetry span of a run (``ROBOTLAB["TRACES"]``), pruned and erased with its run."""
+
+    result = models.ForeignKey(RobotResult, verbose_name=_("result"), on_delete=models.CASCADE, related_name="spans")
+
+    class Meta(AbstractRunSpan.Meta):
+        pass
+
+
 class ApiToken(models.Model):
     """An API token of a user for the protocol servers (ACP, A2A); only its SHA-256 digest is stored."""
 
@@ -68,6 +115,8 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     last_used_at = models.DateTimeField(_("last used at"), null=True, blank=True)
     revoked_at = models.DateTimeField(_("revoked at"), null=True, blank=True)
+    expires_at = models.DateTimeField(_("expires at"), null=True, blank=True,
+                                      help_text=_("Requests with the token get 401 from then on; empty: never."))
 
     class Meta:
         verbose_name = _("API token")
@@ -78,52 +127,52 @@ class ApiToken(models.Model):
         return f"{self.prefix}… ({self.user})"
 
 
-class UsageRollup(models.Model):
-    """Runs, tokens and cost of one day, robot, model and user: kept up to date as runs finish.
+class ToolEffect(models.Model):
+    """One call of a tool with side effects, journaled before it runs so that it happens once.
 
-    The admin's usage page and the budget checks read these few rows instead of aggregating every
-    result (see :mod:`robotlab_django.rollups`).
+    ``key`` is its idempotency key (the result row, the step, the model's tool-call id); what a run executed again
+    does on meeting each ``status`` is :mod:`robotlab_django.runs.effects`'s.
     """
 
-    day = models.DateField(_("day"))
+    class Status(models.TextChoices):
+        """Where a call stands: started -> completed, failed or denied (by its approver); unknown until resolved."""
+
+        STARTED = "started", _("started")
+        COMPLETED = "completed", _("completed")
+        FAILED = "failed", _("failed")
+        DENIED = "denied", _("denied")
+        UNKNOWN = "unknown", _("outcome unknown")
+        RETRY = "retry", _("to be retried")
+
+    key = models.CharField(_("idempotency key"), max_length=255, unique=True)
+    result_pk = models.CharField(_("run row"), max_length=64, db_index=True)
+    run_id = models.CharField(_("run id"), max_length=64, db_index=True)
+    step = models.PositiveIntegerField(_("step"))
+    call_id = StorableCharField(_("tool-call id"), max_length=255, blank=True, default="")
     robot_name = models.CharField(_("robot"), max_length=255)
-    model = models.CharField(_("model"), max_length=255, blank=True, default="")
-    user_id = models.CharField(_("user id"), max_length=64, blank=True, default="",
-                               help_text=_("The thread owner's primary key; empty for anonymous threads."))
-    runs = models.PositiveIntegerField(_("runs"), default=0)
-    input_tokens = models.BigIntegerField(_("input tokens"), default=0)
-    output_tokens = models.BigIntegerField(_("output tokens"), default=0)
-    cost = models.DecimalField(_("cost (USD)"), max_digits=20, decimal_places=8, default=0)
+    tool_name = models.CharField(_("tool"), max_length=255)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("user"), null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="+")
+    arguments = StorableJSONField(_("arguments"), default=dict, blank=True, encoder=RobotLabJSONEncoder)
+    status = models.CharField(_("status"), max_length=12, choices=Status.choices, default=Status.STARTED)
+    result = StorableJSONField(_("result"), default=dict, blank=True, encoder=RobotLabJSONEncoder,
+                               help_text=_('What the model read: {"json": <JSON text>} or {"text": <text>}.'))
+    error = StorableTextField(_("error"), blank=True, default="")
+    atomic = models.BooleanField(_("atomic"), default=False,
+                                 help_text=_("Its tool's writes commit with this row: a started call wrote nothing."))
+    attempts = models.PositiveIntegerField(_("attempts"), default=1)
+    created_at = models.DateTimeField(_("created at"), default=timezone.now)
+    finished_at = models.DateTimeField(_("finished at"), null=True, blank=True)
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, verbose_name=_("resolved by"), null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    resolved_at = models.DateTimeField(_("resolved at"), null=True, blank=True)
 
     class Meta:
-        verbose_name = _("usage rollup")
-        verbose_name_plural = _("usage rollups")
-        constraints = [models.UniqueConstraint(fields=("day", "robot_name", "model", "user_id"),
-                                               name="robotlab_rollup_key_uniq")]
-        indexes = [models.Index(fields=("user_id", "day"), name="robotlab_rollup_user_idx")]
+        verbose_name = _("tool effect")
+        verbose_name_plural = _("tool effects")
+        ordering = ("-created_at", "-id")
+        indexes = [models.Index(fields=("status", "-created_at"), name="robotlab_effect_status_idx"),
+                   models.Index(fields=("robot_name", "tool_name"), name="robotlab_effect_tool_idx")]
 
     def __str__(self) -> str:
-        return f"{self.day} {self.robot_name} {self.model} {self.user_id}"
-
-
-class BudgetLedger(models.Model):
-    """Consumption and outstanding reservations of one budget scope on one day (see :mod:`robotlab_django.budgets`).
-
-    ``scope`` is ``"user:<pk>"``, ``"robot:<name>"`` or ``"network:<turn run id>"``; rows change only
-    through conditional updates, so worker processes share them safely.
-    """
-
-    scope = models.CharField(_("scope"), max_length=255)
-    day = models.DateField(_("day"))
-    consumed_tokens = models.BigIntegerField(_("consumed tokens"), default=0)
-    reserved_tokens = models.BigIntegerField(_("reserved tokens"), default=0)
-    consumed_cost = models.DecimalField(_("consumed cost (USD)"), max_digits=20, decimal_places=8, default=0)
-    reserved_cost = models.DecimalField(_("reserved cost (USD)"), max_digits=20, decimal_places=8, default=0)
-
-    class Meta:
-        verbose_name = _("budget ledger")
-        verbose_name_plural = _("budget ledgers")
-        constraints = [models.UniqueConstraint(fields=("scope", "day"), name="robotlab_ledger_scope_day_uniq")]
-
-    def __str__(self) -> str:
-        return f"{self.scope} {self.day}"
+        return f"{self.tool_name} #{self.step} ({self.status})"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from .consumers import ThreadConsumer
+from robotlab_django.chat.consumers import ThreadConsumer
 
 __all__ = ["websocket_urlpatterns"]
 

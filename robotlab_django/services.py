@@ -2,14 +2,14 @@
 
 Views, commands, jobs and the admin call these; each lives in the module of its concept:
 
-* threads and rows (:mod:`robotlab_django.records`): :func:`get_thread`, :func:`append_result`,
+* threads and rows (:mod:`robotlab_django.runs.records`): :func:`get_thread`, :func:`append_result`,
   :func:`start_run` (append a ``queued`` run; nothing runs yet);
-* robots (:mod:`robotlab_django.runnables`): :func:`build_robot`, :func:`restore_robot`;
-* executing (:mod:`robotlab_django.runner`): :func:`execute_run` claims a queued row, runs its robot or
+* robots (:mod:`robotlab_django.runs.runnables`): :func:`build_robot`, :func:`restore_robot`;
+* executing (:mod:`robotlab_django.runs.runner`): :func:`execute_run` claims a queued row, runs its robot or
   network with the thread's history and stores what it did; :func:`run_robot` queues and executes at
   once; :func:`aexecute_run` and :func:`arun_robot` are the async forms (the sync ones are thin
   wrappers over them);
-* dispatching (:mod:`robotlab_django.executor`): :func:`rerun_last_user_message`.
+* dispatching (:mod:`robotlab_django.runs.executor`): :func:`rerun_last_user_message`.
 
 ``run_robot("session-1", "support", "Where is my order?")`` creates the thread if needed, restores its
 history into a fresh ``support`` robot, runs it and returns the stored
@@ -18,10 +18,10 @@ history into a fresh ``support`` robot, runs it and returns the stored
 
 from __future__ import annotations
 
-from .executor import NothingToRerunError, rerun_last_user_message
-from .records import APPEND_ATTEMPTS, append_result, get_thread, start_run
-from .runnables import build_robot, restore_robot
-from .runner import RunFailedError, aexecute_run, arun_robot, execute_run, run_robot
+from robotlab_django.runs.executor import NothingToRerunError, rerun_last_user_message
+from robotlab_django.runs.records import APPEND_ATTEMPTS, append_result, get_thread, start_run
+from robotlab_django.runs.runnables import build_robot, restore_robot
+from robotlab_django.runs.runner import RunFailedError, aexecute_run, arun_robot, execute_run, run_robot
 
 __all__ = [
     "APPEND_ATTEMPTS",

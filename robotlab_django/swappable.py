@@ -1,4 +1,4 @@
-"""The project's models, typed: the thread, result, event and step models that ``ROBOTLAB`` names.
+"""The project's models, typed: the thread, result, event, step and span models that ``ROBOTLAB`` names.
 
 ``ROBOTLAB["THREAD_MODEL"]`` and its siblings let a project use its own subclasses of the abstract
 models. :mod:`robotlab_django.conf` looks them up without importing any model (it is the app's lowest
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from .conf import app_settings
+from robotlab_django.conf import app_settings
 
 if TYPE_CHECKING:
-    from .models import RobotResult, RunEvent, RunStep, Thread
+    from robotlab_django.models import RobotResult, RunEvent, RunSpan, RunStep, Thread
 
-__all__ = ["event_model", "result_model", "step_model", "thread_model"]
+__all__ = ["event_model", "result_model", "span_model", "step_model", "thread_model"]
 
 
 def thread_model() -> type[Thread]:
@@ -37,3 +37,8 @@ def event_model() -> type[RunEvent]:
 def step_model() -> type[RunStep]:
     """The run step model (``ROBOTLAB["STEP_MODEL"]``)."""
     return cast("type[RunStep]", app_settings.step_model())
+
+
+def span_model() -> type[RunSpan]:
+    """The span model (``ROBOTLAB["SPAN_MODEL"]``)."""
+    return cast("type[RunSpan]", app_settings.span_model())

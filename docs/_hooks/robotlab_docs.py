@@ -19,7 +19,7 @@ from typing import Any
 
 from mkdocs.structure.files import File
 
-DJANGO_ORDER = ("index", "install", "installation", "quickstart", "settings", "models", "admin", "jobs",
+DJANGO_ORDER = ("index", "install", "installation", "quickstart", "settings", "local-models", "models", "admin", "jobs",
                 "celery", "streaming", "websockets", "chat", "views", "scaffolding", "commands", "checks",
                 "deployment")
 

@@ -13,6 +13,7 @@ technical, anything else to general.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -36,8 +37,11 @@ CATEGORIES = {
 
 
 def demo_llm() -> DemoLLM:
-    """The offline demo model, streaming a word every 20 ms (``ROBOTLAB["LLM"]`` without a real model)."""
-    return DemoLLM(delay=0.02)
+    """The offline demo model, streaming a word every 20 ms (``ROBOTLAB["LLM"]`` without a real model).
+
+    ``ROBOTLAB_DEMO_DELAY`` sets another pace, in seconds a word (a slow reply shows what a second message does).
+    """
+    return DemoLLM(delay=float(os.environ.get("ROBOTLAB_DEMO_DELAY") or 0.02))
 
 
 demo_llm.is_demo_model = True  # type: ignore[attr-defined]  # the chat page announces it

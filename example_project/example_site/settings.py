@@ -7,6 +7,9 @@ variable                  effect (absent: the embedded default)
 ``REDIS_URL``             channels-redis channel layer, Celery broker, ``EXECUTOR="celery"`` (so the
                           ``support`` network runs one Celery job per task, sharing its memory in
                           Redis); else the in-memory channel layer and the in-process executor
+``REDIS_PREFIX``          the start of every Redis key and channel of this site (Celery's ``global_keyprefix``,
+                          the channel layer's ``prefix``), for a Redis shared with another site; else the
+                          libraries' own (Redis database numbers do not separate sites: pub/sub ignores them)
 ``ROBOTLAB_EXECUTOR``     force an executor: ``thread``, ``sync`` or ``celery``
 ``ROBOT_LAB_MODEL`` or a  a real model through litellm (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...);
 provider key              else the offline demo model, which the page announces
@@ -57,6 +60,7 @@ INSTALLED_APPS = [
     "channels",
     "robotlab_django",
     "chat",
+    "orders",  # the example's own data, which the "orders" robot works on (model tools, approvals)
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -87,7 +91,11 @@ DATABASES = {"default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / '
 if DATABASES["default"]["ENGINE"].endswith("postgresql"):
     # psycopg's pool (Django's advice under ASGI): daphne's handshakes and replays reuse connections instead
     # of opening one per query, which put B6's resync p99 at 280 ms instead of 90 ms (docs/django/live-runs.md)
+    # (the postgres extra: psycopg[pool]). CONN_HEALTH_CHECKS: Django gives the pool psycopg's
+    # check_connection, so a connection the server dropped (a restart, a failover) is replaced before a
+    # request gets it
     DATABASES["default"]["OPTIONS"] = {"pool": {"min_size": 2, "max_size": 20}}
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # the in-process executor writes from a background thread: wait for the lock instead of failing
     DATABASES["default"]["CONN_MAX_AGE"] = 0
@@ -97,13 +105,19 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL") or None
+REDIS_PREFIX = os.environ.get("REDIS_PREFIX", "")
 if REDIS_URL:
     # pub/sub: no per-process list capped at 100 messages, lower latency (docs/django/live-runs.md, B2)
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]}}}
+                                  "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}],
+                                             **({"prefix": f"{REDIS_PREFIX}asgi"} if REDIS_PREFIX else {})}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 CELERY_BROKER_URL = REDIS_URL or "memory://"
+if REDIS_URL:  # kombu's Redis transport, guarded: a node survives a broker restart (docs/django/live-runs.md)
+    CELERY_BROKER_TRANSPORT = "robotlab_django.workers.redis_broker:Transport"
+if REDIS_PREFIX:  # kombu prefixes every key of the broker (queues, bindings, unacked messages) and its fanout
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": REDIS_PREFIX}
 CELERY_TASK_DEFAULT_QUEUE = "default"  # the queue runs are sent to (ROBOTLAB["TASK_QUEUE"])
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -116,6 +130,8 @@ ROBOTLAB = {
     "MAX_TOOL_ROUNDS": 8,
     # with Redis, a network turn's tasks (one Celery job each) share one memory there, a namespace per turn
     "NETWORK_MEMORY_URL": REDIS_URL,
+    # what a message does while the chat robot's reply runs: enqueue (the default), reject, interrupt or steer
+    "ROBOTS": {"chat": {"on_busy": os.environ.get("ROBOTLAB_ON_BUSY") or "enqueue"}},
 }
 if not LLM_CONFIGURED:
     ROBOTLAB["LLM"] = "chat.robots.demo_llm"

@@ -1,4 +1,4 @@
-"""The example project's URLs: the chat pages at the root, login/logout, the admin, the ACP and A2A servers."""
+"""The example project's URLs: the chat pages at the root, login/logout, the admin, the ACP, A2A and AG-UI servers."""
 
 from __future__ import annotations
 
@@ -14,5 +14,6 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("acp/", include("robotlab_django.acp.urls")),
     path("a2a/", include("robotlab_django.a2a.urls")),
+    path("agui/", include("robotlab_django.agui.urls")),
     path("", include("robotlab_django.urls")),
 ]

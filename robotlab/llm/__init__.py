@@ -7,7 +7,8 @@
 * :mod:`robotlab.llm.transport`: :class:`AutoLLM`, the default, choosing between the two per model
   (the ``llm_transport`` setting); :mod:`robotlab.llm.quirks`: per-model parameter mapping from litellm.
 * :mod:`robotlab.llm.cache`: :class:`ResponseCache`, the response cache behind ``memory.cache``.
-* :mod:`robotlab.llm.pricing`: what a call costs; :mod:`robotlab.llm.guard`: the guard against real
+* :mod:`robotlab.llm.pricing`: what a call costs, from litellm's price table read as data without importing
+  litellm (:mod:`robotlab.llm.price_table`); :mod:`robotlab.llm.guard`: the guard against real
   providers in tests (:data:`ALLOW_REAL_REQUESTS`, :class:`RealRequestBlocked`) and provider failures.
 
 litellm is imported on first use (:func:`load_litellm`), never at ``import robotlab``: it takes seconds.
@@ -21,7 +22,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from . import guard
-from ._litellm import load_litellm
+from ._litellm import litellm_places, load_litellm
 from .cache import ResponseCache
 from .guard import RealRequestBlocked, check_allow_real_requests
 from .litellm_client import LLMClient
@@ -44,6 +45,7 @@ __all__ = [
     "TextCallback",
     "ToolCallRequest",
     "check_allow_real_requests",
+    "litellm_places",
     "load_litellm",
 ]
 

@@ -22,7 +22,7 @@ import os
 import threading
 from typing import Any
 
-__all__ = ["load_litellm"]
+__all__ = ["litellm_places", "load_litellm"]
 
 _litellm_lock = threading.Lock()
 _litellm: Any = None
@@ -46,3 +46,17 @@ def load_litellm() -> Any:
                     gc.freeze()
                 _litellm = litellm
     return _litellm
+
+
+def litellm_places(model: str, api_base: str | None = None) -> bool:
+    """Whether litellm knows which provider serves ``model`` (by its ``provider/`` prefix or its own model lists).
+
+    ``False`` for a server's own id such as ``Qwen/Qwen2.5-7B-Instruct`` (what vLLM and LM Studio list), which
+    litellm refuses with "LLM Provider NOT provided"; at a configured ``api_base`` such an id is an
+    OpenAI-compatible server's model, sent as written. Imports litellm.
+    """
+    try:
+        load_litellm().get_llm_provider(model=model, api_base=api_base)
+    except Exception:  # litellm's BadRequestError: no provider for this name
+        return False
+    return True

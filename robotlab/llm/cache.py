@@ -26,7 +26,7 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[Any, Any] = OrderedDict()
 
-    def get(self, key: Any, default: Any = None) -> Any:
+    def get(self, key: Any, default: object = None) -> Any:
         """The cached value for ``key``, else ``default``."""
         with self._lock:
             if key not in self._entries:
@@ -34,7 +34,7 @@ class ResponseCache:
             self._entries.move_to_end(key)
             return self._entries[key]
 
-    def set(self, key: Any, value: Any) -> Any:
+    def set(self, key: Any, value: object) -> Any:
         """Cache ``value`` under ``key`` and return it."""
         with self._lock:
             self._entries[key] = value

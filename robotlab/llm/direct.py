@@ -14,8 +14,10 @@ That CPU is serialized by the GIL when many robots call the model at once. It is
 Requests, answers, streaming, token usage and errors map exactly as with :class:`~robotlab.llm.LLMClient`.
 What it does not do is translate between providers: the server must speak OpenAI's format, and every
 parameter is sent as given unless ``provider=`` is set (then litellm's per-model mapping, learned once).
-litellm is imported only to price known models (once per model) and to turn a pydantic ``response_format``
-into a JSON schema; ``pricing=`` avoids both for the price.
+Prices come from litellm's price table read as data (:mod:`robotlab.llm.pricing`), without importing litellm;
+litellm is imported only for a model that table does not hold at a provider litellm prices, when this process
+imported litellm already (its registered prices then count), and to turn a pydantic ``response_format`` into a
+JSON schema. ``pricing=`` sets the price yourself.
 """
 
 from __future__ import annotations
@@ -92,8 +94,8 @@ class OpenAICompatibleLLM:
         timeout: Seconds per request (default 600).
         num_retries: Retries after HTTP 408/409/429/5xx, timeouts and connection errors (default 0),
             waiting the server's ``Retry-After`` or 0.5 s, 1 s, 2 s, ... A broken stream is not retried.
-        pricing: ``(input, output)`` USD per million tokens; by default litellm's price map is used for
-            the model (unknown models cost 0.0).
+        pricing: ``(input, output)`` USD per million tokens; by default litellm's prices for the model
+            (:mod:`robotlab.llm.pricing`; unknown models cost 0.0).
         headers: Extra HTTP headers on every request.
         provider: litellm's name for the provider (``openai``, ``groq``, ...), which :class:`AutoLLM`
             passes: the model's ``<provider>/`` prefix is removed and parameters are renamed or dropped as
@@ -147,6 +149,13 @@ class OpenAICompatibleLLM:
             timeout = httpx.Timeout(self.timeout if self.timeout is not None else 600.0)
             client = self._clients[loop] = httpx.AsyncClient(timeout=timeout, headers=self._headers)
         return client
+
+    def open_pool(self) -> None:
+        """Open the connection pool of the running loop now (the first request does otherwise); call it on the loop.
+
+        Builds the ``httpx.AsyncClient`` and its SSL context (tens of ms); connections open on first use.
+        """
+        self._client()
 
     async def aclose(self) -> None:
         """Close the connection pool of the running loop (a later request opens a new one)."""
@@ -208,7 +217,7 @@ class OpenAICompatibleLLM:
                     isinstance(status, int) and (status in _RETRYABLE or status >= 500)
                 )
                 if not retryable or attempt >= self.num_retries:
-                    raise error_for(exc, request.model) from exc
+                    raise error_for(exc, request.model, self.provider) from exc
                 delay = getattr(exc, "retry_after", None)
                 await asyncio.sleep(delay if delay is not None else 0.5 * 2**attempt)
                 attempt += 1
@@ -311,4 +320,5 @@ class OpenAICompatibleLLM:
         return LLMResponse(
             input_tokens=input_tokens, output_tokens=output_tokens, cost=cost,
             model=response_model or model, transport="direct", **fields,
+            cached_input_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0),
         )

@@ -14,19 +14,24 @@ from typing import Any
 
 from ..errors import ConfigurationError, InferenceError
 from . import pricing
-from ._litellm import load_litellm
+from ._litellm import litellm_places, load_litellm
 from .guard import check_allow_real_requests, error_for
 from .types import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
 __all__ = ["LLMClient"]
 
 
-def _field(obj: Any, name: str, default: Any = None) -> Any:
+def _field(obj: object, name: str, default: object = None) -> Any:
     if obj is None:
         return default
     if isinstance(obj, dict):
         return obj.get(name, default)
     return getattr(obj, name, default)
+
+
+def _cached_tokens(usage: object) -> int:
+    """Input tokens served from the provider's prompt cache (litellm reports them as OpenAI does)."""
+    return int(_field(_field(usage, "prompt_tokens_details"), "cached_tokens", 0) or 0)
 
 
 class LLMClient:
@@ -73,6 +78,10 @@ class LLMClient:
                 kwargs[name] = value
         kwargs.update(self.extra)
         kwargs.update(request.params)
+        model = str(request.model)
+        if self.api_base and "custom_llm_provider" not in kwargs and not litellm_places(model, self.api_base):
+            # a server's own id (Qwen/Qwen2.5-7B-Instruct): OpenAI-compatible at api_base, its name sent as written
+            kwargs["custom_llm_provider"] = "hosted_vllm"
         return kwargs
 
     async def complete(self, request: LLMRequest, *, on_text: TextCallback | None = None) -> LLMResponse:
@@ -121,6 +130,7 @@ class LLMClient:
             thinking=_field(message, "reasoning_content"),
             raw=response,
             transport="litellm",
+            cached_input_tokens=_cached_tokens(usage),
         )
 
     async def _consume(self, stream: Any, model: str, on_text: TextCallback) -> LLMResponse:
@@ -171,6 +181,7 @@ class LLMClient:
             model=response_model or model,
             thinking="".join(thinking) or None,
             transport="litellm",
+            cached_input_tokens=_cached_tokens(usage),
         )
 
 

@@ -28,37 +28,18 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from .._transports import TRANSPORTS, LLMTransport
 from ..errors import ConfigurationError
+from ._litellm import litellm_places
+from .providers import PROVIDERS
 from .types import LLM, LLMRequest, LLMResponse, TextCallback
 
-__all__ = ["TRANSPORTS", "AutoLLM", "Endpoint", "choose_transport", "litellm_customised", "require_key",
-           "resolve_endpoint"]
-
-TRANSPORTS = ("auto", "litellm", "direct")
-"""The values of the ``llm_transport`` setting."""
+__all__ = ["PROVIDERS", "SERVER_PROVIDER", "TRANSPORTS", "AutoLLM", "Endpoint", "LLMTransport", "choose_transport",
+           "litellm_customised", "require_key", "resolve_endpoint"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Provider:
-    base_variables: tuple[str, ...]
-    default_base: str | None
-    key_variables: tuple[str, ...]
-
-
-#: OpenAI-compatible providers as litellm resolves them: base-URL variables, default URL, key variables.
-PROVIDERS: dict[str, _Provider] = {
-    "openai": _Provider(("OPENAI_BASE_URL", "OPENAI_API_BASE"), "https://api.openai.com/v1", ("OPENAI_API_KEY",)),
-    "openrouter": _Provider(("OPENROUTER_API_BASE",), "https://openrouter.ai/api/v1",
-                            ("OPENROUTER_API_KEY", "OR_API_KEY")),
-    "groq": _Provider(("GROQ_API_BASE",), "https://api.groq.com/openai/v1", ("GROQ_API_KEY",)),
-    "deepseek": _Provider(("DEEPSEEK_API_BASE",), "https://api.deepseek.com/beta", ("DEEPSEEK_API_KEY",)),
-    "xai": _Provider(("XAI_API_BASE",), "https://api.x.ai/v1", ("XAI_API_KEY",)),
-    "together_ai": _Provider(("TOGETHER_AI_API_BASE",), "https://api.together.ai/v1",
-                             ("TOGETHER_API_KEY", "TOGETHER_AI_API_KEY", "TOGETHERAI_API_KEY", "TOGETHER_AI_TOKEN")),
-    "hosted_vllm": _Provider(("HOSTED_VLLM_API_BASE",), None, ("HOSTED_VLLM_API_KEY",)),
-    "lm_studio": _Provider(("LM_STUDIO_API_BASE",), None, ("LM_STUDIO_API_KEY",)),
-    "gpustack": _Provider(("GPUSTACK_API_BASE",), None, ("GPUSTACK_API_KEY",)),
-}
+#: litellm's provider for an OpenAI-compatible server's own model ids (vLLM, LM Studio, Ollama's ``/v1``, ...).
+SERVER_PROVIDER = "hosted_vllm"
 
 #: Unprefixed model names litellm takes for OpenAI's own.
 _OPENAI_NAMES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "ft:gpt")
@@ -85,6 +66,11 @@ def _env(names: tuple[str, ...]) -> str | None:
 def resolve_endpoint(model: str, api_base: str | None = None, api_key: str | None = None) -> Endpoint | None:
     """Where litellm would send ``model`` when it is an OpenAI-compatible one, else ``None``.
 
+    With ``api_base``, an id litellm cannot place (``Qwen/Qwen2.5-7B-Instruct`` as vLLM lists it, ``llama3.2`` as
+    Ollama does: no provider prefix litellm knows, no model of its lists) is that server's own: OpenAI-compatible
+    (litellm's ``hosted_vllm``), its name sent as written, with ``HOSTED_VLLM_API_KEY`` (never another provider's
+    key).
+
     Args:
         model: The litellm model name (``openai/gpt-4o-mini``, ``groq/llama-3.1-8b-instant``, ``gpt-4o``).
         api_base: The configured endpoint, which wins over every variable.
@@ -92,6 +78,9 @@ def resolve_endpoint(model: str, api_base: str | None = None, api_key: str | Non
     """
     provider, _, name = model.partition("/")
     if provider not in PROVIDERS:
+        if api_base and not model.startswith(_OPENAI_NAMES) and not litellm_places(model, api_base):
+            spec = PROVIDERS[SERVER_PROVIDER]
+            return Endpoint(SERVER_PROVIDER, model, api_base, api_key or _env(spec.key_variables))
         if name or not (api_base or model.startswith(_OPENAI_NAMES)):
             return None  # another provider's (litellm translates), or a bare name litellm cannot place
         provider, name = "openai", model

@@ -56,6 +56,8 @@ class LLMResponse:
     raw: Any = None
     transport: str | None = None
     """``"direct"`` or ``"litellm"``: which transport answered (``None`` for test doubles)."""
+    cached_input_tokens: int = 0
+    """Input tokens served from the provider's prompt cache, when it reports them (counted in ``input_tokens``)."""
 
     def to_message(self) -> dict[str, Any]:
         """The assistant message to append to the chat history."""

@@ -19,12 +19,15 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import MCPError
 from .connections import ConnectionManager, get_manager
 from .failures import connect_error
 from .poller import ConnectionPoller
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 from .server_config import ServerConfig
 from .session import Connection
 
@@ -35,12 +38,12 @@ logger = logging.getLogger("robotlab")
 T = TypeVar("T")
 
 
-def _dump(model: Any) -> dict[str, Any]:
+def _dump(model: BaseModel) -> dict[str, Any]:
     data: dict[str, Any] = model.model_dump(by_alias=True, exclude_none=True, mode="json")
     return data
 
 
-def content_text(content: Any) -> str:
+def content_text(content: object) -> str:
     """MCP content blocks as text: text blocks joined by newlines, other blocks as JSON."""
     if isinstance(content, str):
         return content

@@ -1,7 +1,7 @@
 """MCP connections that are safe in servers and workers: the manager that shares them.
 
 Every MCP session is *owned* by one task on a background event loop (RobotLab's shared loop, see
-:mod:`robotlab._runtime`): that task enters the SDK's ``mcp.Client`` (and so its transport, its
+:mod:`robotlab.runtime`): that task enters the SDK's ``mcp.Client`` (and so its transport, its
 task groups and its child process) and leaves it when the connection closes
 (:class:`~robotlab.mcp.session.Connection`). Requests from any thread or event loop are handed
 to that loop, so sync callers (Celery tasks, management commands) and async callers (views,
@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from .._runtime import block_on, get_loop, run_on
+from ..runtime import block_on, get_loop, run_on
 from .server_config import ServerConfig
 from .session import RECONNECT_ATTEMPTS, RECONNECT_BACKOFF, Connection
 

@@ -31,7 +31,7 @@ class ServerDiscovery:
     """Deliberately low: server descriptions are a sentence long, so scores are small even on topic."""
 
     @staticmethod
-    def select(query: Any, *, from_: Sequence[Any], threshold: float = DEFAULT_THRESHOLD) -> list[Any]:
+    def select(query: object, *, from_: Sequence[Any], threshold: float = DEFAULT_THRESHOLD) -> list[Any]:
         """The servers of ``from_`` whose score against ``query`` is at least ``threshold``.
 
         ``from_`` is returned unchanged (as a list) when it is empty, the query is blank, no
@@ -56,14 +56,14 @@ class ServerDiscovery:
         return any(ServerDiscovery.description_for(s) for s in servers)
 
     @staticmethod
-    def topic_text(server: Any) -> str:
+    def topic_text(server: object) -> str:
         """``"<name> <description>"``, stripped: the name takes part in the match."""
         name = server.get("name") if isinstance(server, Mapping) else getattr(server, "name", None)
         name_text = "" if name is None else str(name)
         return _ruby.strip(f"{name_text} {ServerDiscovery.description_for(server)}")
 
     @staticmethod
-    def description_for(server: Any) -> str:
+    def description_for(server: object) -> str:
         """The server's description, stripped (``""`` when it has none)."""
         description = (
             server.get("description") if isinstance(server, Mapping) else getattr(server, "description", None)
@@ -71,7 +71,7 @@ class ServerDiscovery:
         return "" if description is None else _ruby.strip(str(description))
 
     @staticmethod
-    def score(query: Any, server: Any) -> float:
+    def score(query: object, server: object) -> float:
         """Term-frequency cosine similarity of ``query`` and the server's topic text, in [0.0, 1.0].
 
         Raises:

@@ -60,7 +60,7 @@ class MCPToolset:
         self._skipped: set[str] = set()
         self._lock: asyncio.Lock | None = None
 
-    def check(self, servers: list[Any], setting: Any = None) -> None:
+    def check(self, servers: list[Any], setting: object = None) -> None:
         """Raise :class:`~robotlab.errors.ConfigurationError` for a server entry that can never work.
 
         Args:
@@ -95,7 +95,7 @@ class MCPToolset:
 
     def connect_blocking(self, servers: list[Any]) -> None:
         """Blocking :meth:`connect` (on RobotLab's background loop)."""
-        from .._runtime import run_sync
+        from ..runtime import run_sync
 
         run_sync(self.connect(servers))
 

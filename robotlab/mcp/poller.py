@@ -10,8 +10,8 @@ import asyncio
 import threading
 from typing import Any
 
-from .._runtime import LoopThread
 from ..errors import MCPError
+from ..runtime import LoopThread
 from .connections import ConnectionManager
 from .failures import seconds
 from .server_config import ServerConfig

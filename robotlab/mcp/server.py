@@ -35,7 +35,7 @@ __all__ = ["BackgroundHTTPServer", "create_server", "main", "reply_text", "serve
 _MESSAGE_HELP = "What to ask: the user's message, sent to the robot as it is."
 
 
-def reply_text(result: Any) -> str:
+def reply_text(result: object) -> str:
     """The text of a run's result: a :class:`~robotlab.RobotResult`'s reply, a network's last reply."""
     if hasattr(result, "reply"):
         return "" if result.reply is None else str(result.reply)
@@ -71,7 +71,7 @@ class _Served:
         self.lock = asyncio.Lock() if self.instance is not None else None
 
     @staticmethod
-    def _kind(sample: Any) -> str:
+    def _kind(sample: object) -> str:
         return "network" if getattr(sample, "is_network", False) else "robot"
 
     def get(self) -> Any:

@@ -35,7 +35,7 @@ IN_PROCESS = "memory"
 _URL_TYPES = ("ws", "websocket", "sse", "streamable-http", "http")
 
 
-def _normalize_timeout(value: Any) -> float:
+def _normalize_timeout(value: str | float | None) -> float:
     if value is None:
         return DEFAULT_TIMEOUT
     seconds = float(value)
@@ -59,11 +59,11 @@ class ServerConfig:
     def __init__(
         self,
         *,
-        name: Any,
+        name: object,
         transport: Mapping[str, Any],
-        timeout: Any = None,
-        description: Any = None,
-        **ignored: Any,
+        timeout: str | float | None = None,
+        description: object = None,
+        **ignored: object,
     ) -> None:
         if not isinstance(transport, Mapping):
             raise TypeError(
@@ -89,7 +89,8 @@ class ServerConfig:
 
     @classmethod
     def in_process(
-        cls, server: Any, *, name: str | None = None, description: str | None = None, timeout: Any = None
+        cls, server: object, *, name: str | None = None, description: str | None = None,
+        timeout: str | float | None = None,
     ) -> ServerConfig:
         """A configuration for an SDK server object (``MCPServer`` or a low-level ``Server``) in process."""
         config = cls.__new__(cls)
@@ -100,7 +101,7 @@ class ServerConfig:
         return config
 
     @classmethod
-    def from_value(cls, value: Any) -> ServerConfig:
+    def from_value(cls, value: object) -> ServerConfig:
         """``value`` as a configuration: a :class:`ServerConfig`, a dict, or an SDK server object.
 
         Raises:
@@ -149,7 +150,7 @@ class ServerConfig:
         return f"<ServerConfig {self.name!r} {self.transport_type} {self.target!r}>"
 
 
-def server_name(value: Any) -> str:
+def server_name(value: object) -> str:
     """The name of a server given as a config, a dict or an SDK server (Ruby ``extract_server_name``)."""
     if isinstance(value, ServerConfig):
         return value.name
@@ -162,7 +163,7 @@ _NO_SDK_CLIENT = ("ws", "websocket")
 """Transport types RobotLab names that the installed MCP SDK (2.x) has no client for."""
 
 
-def _bad_field(value: Any) -> str:
+def _bad_field(value: object) -> str:
     """The field of a server entry that failed :class:`ServerConfig`'s validation."""
     if not isinstance(value, Mapping):
         return "entry: give a dict such as {'name': 'time', 'transport': {'type': 'stdio', 'command': '...'}}"

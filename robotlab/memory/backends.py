@@ -29,10 +29,10 @@ class Backend(Protocol):
     def lookup(self, key: str) -> tuple[bool, Any]:
         """``(True, value)`` when the key exists, else ``(False, None)``."""
 
-    def swap(self, key: str, value: Any, *, writer: str | None = None) -> tuple[bool, Any]:
+    def swap(self, key: str, value: object, *, writer: str | None = None) -> tuple[bool, Any]:
         """Store ``value`` (a reactive write by ``writer``); return the old value as :meth:`lookup` would."""
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: object) -> None:
         """Store ``value`` silently, without reading the old one."""
 
     def contains(self, key: str) -> bool:
@@ -69,14 +69,14 @@ class HashBackend:
             return True, self._store[key]
         return False, None
 
-    def swap(self, key: str, value: Any, *, writer: str | None = None) -> tuple[bool, Any]:
+    def swap(self, key: str, value: object, *, writer: str | None = None) -> tuple[bool, Any]:
         """Store ``value`` and return what was there before, as :meth:`lookup` would."""
         found = key in self._store
         old = self._store.get(key)
         self._store[key] = value
         return found, old
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: object) -> None:
         """Store ``value``."""
         self._store[key] = value
 

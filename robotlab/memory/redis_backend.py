@@ -68,7 +68,7 @@ def redis_client(url: str) -> Any:
                 import redis
             except ImportError as exc:  # pragma: no cover - redis is installed with the django extra
                 raise DependencyError(
-                    "the Redis memory backend requires the redis package: pip install 'robotlab[django]' "
+                    "the Redis memory backend requires the redis package: pip install 'robotlab-py[django]' "
                     "or pip install redis"
                 ) from exc
             client = redis.Redis.from_url(url, decode_responses=True)
@@ -76,7 +76,7 @@ def redis_client(url: str) -> Any:
         return client
 
 
-def _encode_default(value: Any) -> Any:
+def _encode_default(value: object) -> Any:
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return to_dict()
@@ -136,7 +136,7 @@ class RedisBackend:
         return f"{self.namespace}:{key}"
 
     @staticmethod
-    def encode(key: str, value: Any) -> str:
+    def encode(key: str, value: object) -> str:
         """``value`` as JSON text.
 
         Raises:
@@ -152,7 +152,7 @@ class RedisBackend:
         raw = self.client.get(self._key(key))
         return (False, None) if raw is None else (True, json.loads(raw))
 
-    def swap(self, key: str, value: Any, *, writer: str | None = None) -> tuple[bool, Any]:
+    def swap(self, key: str, value: object, *, writer: str | None = None) -> tuple[bool, Any]:
         """Store ``value`` and return what was there before, as :meth:`lookup` would; publish the change when shared."""
         encoded = self.encode(key, value)
         if self.shared:
@@ -165,7 +165,7 @@ class RedisBackend:
             old, _ = pipe.execute()
         return (False, None) if old is None else (True, json.loads(old))
 
-    def put(self, key: str, value: Any) -> None:
+    def put(self, key: str, value: object) -> None:
         """Store ``value`` without reading the old one (and without publishing)."""
         self.client.set(self._key(key), self.encode(key, value), px=int(self._expiry) if self._expiry else None)
 

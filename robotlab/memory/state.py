@@ -52,21 +52,21 @@ class StateProxy(MutableMapping[str, Any]):
         """The value of ``key``; a missing key reads as ``None``, as a Ruby hash does."""
         return self._data.get(key)
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         """The value of ``key``, or ``default`` when it is missing."""
         return self._data.get(key, default)
 
-    def pop(self, key: str, *default: Any) -> Any:
+    def pop(self, key: str, *default: object) -> Any:
         """Remove ``key`` and return its value (``default`` when missing, else ``KeyError``)."""
         return self._data.pop(key, *default)
 
-    def setdefault(self, key: str, default: Any = None) -> Any:
+    def setdefault(self, key: str, default: object = None) -> Any:
         """The value of ``key``, first setting it to ``default`` when it is missing."""
         if key not in self._data:
             self[key] = default
         return self._data[key]
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: str, value: object) -> None:
         check_key(key)
         old = self._data.get(key)
         self._data[key] = value
@@ -92,7 +92,7 @@ class StateProxy(MutableMapping[str, Any]):
                 return data[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         if name.startswith("_"):
             object.__setattr__(self, name, value)
         else:

@@ -2,7 +2,10 @@
 
 A :class:`Memory` composes the parts of this package: its storage (a backend), its reserved
 keys, the waiters for missing keys and the subscriptions. It decides the order of a write
-(store, wake waiters, notify) and keeps the public API; each part does its own work.
+(store, wake waiters, notify) and keeps the public API; each part does its own work. Its
+subscription, document and reserved-key members come from its bases :class:`~robotlab.memory.subscriptions.Subscribing`,
+:class:`~robotlab.memory.documents.Documents` and :class:`~robotlab.memory.reserved.ReservedAccess`
+(the reserved keys as attributes, and the history).
 """
 
 from __future__ import annotations
@@ -11,25 +14,25 @@ import contextvars
 import copy as _copy
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, overload
 
 from .._record import dumps as _dumps
-from ..llm.cache import ResponseCache, shared_cache
+from ..llm.cache import shared_cache
 from ..messages import Message
-from ..text.document_store import DocumentStore
 from .backends import BackendKind, HashBackend, create_backend
 from .changes import MemoryChange
-from .reserved import RESERVED_KEYS, ReservedKeys
+from .documents import Documents
+from .reserved import RESERVED_KEYS, ReservedAccess, ReservedKeys
 from .serialization import constructor_arguments, copy_arguments, to_dict
-from .state import StateProxy, check_key
-from .subscriptions import UNSET, F, SubscriptionRegistry
+from .state import check_key
+from .subscriptions import Subscribing, SubscriptionRegistry
 from .waiting import WaiterSet, wait_mode
 
 __all__ = ["Memory", "create_memory"]
 
 
-class Memory:
+class Memory(Subscribing, Documents, ReservedAccess):
     """Reactive key-value memory shared by robots and networks (Ruby ``RobotLab::Memory``).
 
     Keys are ``str`` only; any other key raises ``TypeError`` (Ruby's symbols become strings).
@@ -91,7 +94,7 @@ class Memory:
                                       session_id=session_id, cache=shared_cache if enable_cache else None)
         self._waiters = WaiterSet(self._lock, self._backend.lookup)
         self._subscriptions = SubscriptionRegistry(on_add=self._hear_other_processes)
-        self._document_store: DocumentStore | None = None
+        self._document_store = None
 
     # ---- attributes
     @property
@@ -119,54 +122,12 @@ class Memory:
         """Whether custom keys are stored in Redis."""
         return not isinstance(self._backend, HashBackend)
 
-    # ---- reserved keys
-    @property
-    def data(self) -> StateProxy:
-        """Runtime data. Writes through it are **not** reactive (no subscribers, no waiters)."""
-        return self._reserved.data
-
-    @data.setter
-    def data(self, value: Mapping[str, Any] | None) -> None:
-        self["data"] = value
-
-    @property
-    def results(self) -> list[Any]:
-        """A copy of the robot results."""
-        return self._reserved.results
-
-    @results.setter
-    def results(self, value: Iterable[Any] | None) -> None:
-        self["results"] = value
-
-    @property
-    def messages(self) -> list[Message]:
-        """A copy of the conversation messages."""
-        return self._reserved.messages
-
-    @messages.setter
-    def messages(self, value: Iterable[Message | Mapping[str, Any]] | None) -> None:
-        self["messages"] = value
-
-    @property
-    def session_id(self) -> str | None:
-        """The conversation session id (``None`` when unset)."""
-        return self._reserved.session_id
-
-    @session_id.setter
-    def session_id(self, value: str | None) -> None:
-        self._reserved.session_id = value
-
-    @property
-    def cache(self) -> ResponseCache | None:
-        """The shared response cache, or ``None`` when ``enable_cache=False``."""
-        return self._reserved.cache
-
     # ---- item access
     def __getitem__(self, key: str) -> Any:
         """The value of ``key`` (a reserved key through its accessor; ``None`` when missing)."""
         return self._lookup(check_key(key))[1]
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: str, value: object) -> None:
         """``set(key, value)`` for a custom key; a reserved key is assigned silently.
 
         ``data`` replaces the :class:`StateProxy`, ``results`` and ``messages`` become lists.
@@ -237,7 +198,7 @@ class Memory:
         self._backend.close()
 
     # ---- reactive API
-    def set(self, key: str, value: Any) -> Any:
+    def set(self, key: str, value: object) -> Any:
         """Store ``value``, wake threads and tasks waiting for ``key``, notify subscribers.
 
         A reserved key follows the assignment rules of ``memory[key] = value`` (so ``"cache"``
@@ -335,104 +296,6 @@ class Memory:
         else:
             self._waiters.wake(change.key, change.value)
             self._subscriptions.notify_soon(change)
-
-    # ---- subscriptions
-    def subscribe(self, *keys: Any, callback: Any = UNSET) -> str:
-        """Call ``callback(change)`` whenever :meth:`set` writes one of ``keys``; returns an id.
-
-        The callback may also be the last positional argument (``subscribe("a", "b", fn)``); the
-        decorator form is :meth:`subscriber`.
-
-        Raises:
-            ValueError: no callable callback (``"Block required for subscribe"``).
-        """
-        return self._subscriptions.subscribe(keys, callback)
-
-    def subscribe_pattern(self, pattern: str, callback: Any = UNSET) -> str:
-        """Call ``callback(change)`` for every key matching the glob ``pattern``; returns an id.
-
-        ``*`` matches any run of characters and ``?`` exactly one; the pattern must match the
-        whole key (``"analysis:*"`` matches ``"analysis:tone"``, not ``"my_analysis:tone"``).
-        The decorator form is :meth:`pattern_subscriber`.
-
-        Raises:
-            ValueError: no callable callback (``"Block required for subscribe_pattern"``).
-        """
-        return self._subscriptions.subscribe_pattern(pattern, callback)
-
-    def subscriber(self, *keys: Any) -> Callable[[F], F]:
-        """``@memory.subscriber("a", "b")``: subscribes the function, sets its ``subscription_id``."""
-        return self._subscriptions.subscriber(keys)
-
-    def pattern_subscriber(self, pattern: str) -> Callable[[F], F]:
-        """A decorator form of :meth:`subscribe_pattern`: ``@memory.pattern_subscriber("score:*")``."""
-        return self._subscriptions.pattern_subscriber(pattern)
-
-    def unsubscribe(self, subscription_id: str) -> bool:
-        """Remove a subscription (key or pattern); whether it was found."""
-        return self._subscriptions.unsubscribe(subscription_id)
-
-    def unsubscribe_keys(self, *keys: str) -> Memory:
-        """Remove every key subscription on ``keys`` (pattern subscriptions stay); returns ``self``."""
-        self._subscriptions.unsubscribe_keys(keys)
-        return self
-
-    def is_subscribed(self, key: str) -> bool:
-        """Whether a key subscription or a matching pattern subscription exists for ``key``."""
-        return self._subscriptions.is_subscribed(key)
-
-    # ---- documents
-    @property
-    def document_store(self) -> DocumentStore:
-        """The :class:`~robotlab.document_store.DocumentStore` of the ``*_document`` methods (not memory keys).
-
-        Created on first use with the lexical embedder; assign a store to use another embedder.
-        """
-        with self._lock:
-            if self._document_store is None:
-                self._document_store = DocumentStore()
-            return self._document_store
-
-    @document_store.setter
-    def document_store(self, store: DocumentStore) -> None:
-        self._document_store = store
-
-    def store_document(self, key: str, text: str) -> Memory:
-        """Embed ``text`` and keep it under ``key`` for :meth:`search_documents`; returns ``self``."""
-        self.document_store.store(key, text)
-        return self
-
-    def search_documents(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
-        """The stored documents most similar to ``query``: ``[{"key", "text", "score"}]``, best first."""
-        return self.document_store.search(query, limit)
-
-    def document_keys(self) -> list[str]:
-        """The keys of the stored documents."""
-        return self.document_store.keys()
-
-    def delete_document(self, key: str) -> Memory:
-        """Remove the document under ``key``; returns ``self``."""
-        self.document_store.delete(key)
-        return self
-
-    # ---- history
-    def append_result(self, result: Any) -> Memory:
-        """Add a robot result to :attr:`results` (not reactive); returns ``self``."""
-        self._reserved.append_result(result)
-        return self
-
-    def set_results(self, results: Iterable[Any] | None) -> Memory:
-        """Replace :attr:`results` (when loading from persistence); returns ``self``."""
-        self._reserved.assign("results", results)
-        return self
-
-    def results_from(self, start_index: int) -> list[Any]:
-        """The results from ``start_index`` on (``[]`` past the end), for incremental saves."""
-        return self._reserved.results_from(start_index)
-
-    def format_history(self, formatter: Callable[[Any], Iterable[Any]] | None = None) -> list[Any]:
-        """The messages, then each result's ``formatter(result)`` (default ``output + tool_calls``)."""
-        return self._reserved.format_history(formatter)
 
     # ---- serialization and copies
     def to_dict(self) -> dict[str, Any]:

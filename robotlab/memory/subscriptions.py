@@ -19,12 +19,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from .changes import MemoryChange
 from .state import check_key
 
-__all__ = ["UNSET", "Callback", "F", "SubscriptionRegistry", "glob_to_regex"]
+__all__ = ["UNSET", "Callback", "F", "SubscriptionRegistry", "Subscribing", "glob_to_regex"]
 
 logger = logging.getLogger("robotlab.memory")
 
@@ -48,7 +48,7 @@ class _Subscription:
     pattern: re.Pattern[str] | None = None
 
 
-def _check_callback(callback: Any, method: str) -> Callback:
+def _check_callback(callback: object, method: str) -> Callback:
     if callback is None or callback is UNSET or not callable(callback):
         raise ValueError(f"Block required for {method}")
     checked: Callback = callback
@@ -92,14 +92,14 @@ class SubscriptionRegistry:
 
     # ---- registering -------------------------------------------------------------------------
 
-    def subscribe(self, keys: tuple[Any, ...], callback: Any = UNSET) -> str:
+    def subscribe(self, keys: tuple[Any, ...], callback: object = UNSET) -> str:
         """Subscribe ``callback`` to ``keys``; see :meth:`Memory.subscribe` for the accepted forms."""
         if callback is UNSET and keys and callable(keys[-1]) and not isinstance(keys[-1], str):
             keys, callback = keys[:-1], keys[-1]
         names = [check_key(key) for key in keys]
         return self._add_keys(names, callback)
 
-    def subscribe_pattern(self, pattern: str, callback: Any = UNSET) -> str:
+    def subscribe_pattern(self, pattern: str, callback: object = UNSET) -> str:
         """Subscribe ``callback`` to the keys matching the glob ``pattern``; see :meth:`Memory.subscribe_pattern`."""
         return self._add_pattern(self._regex(pattern), callback)
 
@@ -181,7 +181,7 @@ class SubscriptionRegistry:
             callbacks += [s.callback for s in self._pattern_subs if s.pattern and s.pattern.fullmatch(key)]
         return callbacks
 
-    def notify(self, key: str, value: Any, previous: Any, writer: str | None, network_name: str | None) -> None:
+    def notify(self, key: str, value: object, previous: object, writer: str | None, network_name: str | None) -> None:
         """Tell the subscribers of ``key`` of a write made in this process (nothing when there are none)."""
         if not (self._key_subs or self._pattern_subs):
             return
@@ -242,7 +242,7 @@ class SubscriptionRegistry:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            from .._runtime import run_sync
+            from ..runtime import run_sync
 
             run_sync(run())
             return
@@ -255,3 +255,53 @@ class SubscriptionRegistry:
                 logger.error("Memory subscriber failed on key %r", change.key, exc_info=finished.exception())
 
         task.add_done_callback(done)
+
+
+class Subscribing:
+    """The subscription methods of a :class:`~robotlab.memory.Memory`, handed to its :class:`SubscriptionRegistry`."""
+
+    _subscriptions: SubscriptionRegistry
+
+    def subscribe(self, *keys: object, callback: object = UNSET) -> str:
+        """Call ``callback(change)`` whenever :meth:`set` writes one of ``keys``; returns an id.
+
+        The callback may also be the last positional argument (``subscribe("a", "b", fn)``); the
+        decorator form is :meth:`subscriber`.
+
+        Raises:
+            ValueError: no callable callback (``"Block required for subscribe"``).
+        """
+        return self._subscriptions.subscribe(keys, callback)
+
+    def subscribe_pattern(self, pattern: str, callback: object = UNSET) -> str:
+        """Call ``callback(change)`` for every key matching the glob ``pattern``; returns an id.
+
+        ``*`` matches any run of characters and ``?`` exactly one; the pattern must match the
+        whole key (``"analysis:*"`` matches ``"analysis:tone"``, not ``"my_analysis:tone"``).
+        The decorator form is :meth:`pattern_subscriber`.
+
+        Raises:
+            ValueError: no callable callback (``"Block required for subscribe_pattern"``).
+        """
+        return self._subscriptions.subscribe_pattern(pattern, callback)
+
+    def subscriber(self, *keys: object) -> Callable[[F], F]:
+        """``@memory.subscriber("a", "b")``: subscribes the function, sets its ``subscription_id``."""
+        return self._subscriptions.subscriber(keys)
+
+    def pattern_subscriber(self, pattern: str) -> Callable[[F], F]:
+        """A decorator form of :meth:`subscribe_pattern`: ``@memory.pattern_subscriber("score:*")``."""
+        return self._subscriptions.pattern_subscriber(pattern)
+
+    def unsubscribe(self, subscription_id: str) -> bool:
+        """Remove a subscription (key or pattern); whether it was found."""
+        return self._subscriptions.unsubscribe(subscription_id)
+
+    def unsubscribe_keys(self, *keys: str) -> Self:
+        """Remove every key subscription on ``keys`` (pattern subscriptions stay); returns ``self``."""
+        self._subscriptions.unsubscribe_keys(keys)
+        return self
+
+    def is_subscribed(self, key: str) -> bool:
+        """Whether a key subscription or a matching pattern subscription exists for ``key``."""
+        return self._subscriptions.is_subscribed(key)

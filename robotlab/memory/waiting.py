@@ -67,7 +67,7 @@ class Waiter:
                 self._condition.wait_for(lambda: self._signaled or self._closed, timeout)
             return self._value if self._signaled else TIMEOUT
 
-    def signal(self, value: Any) -> None:
+    def signal(self, value: object) -> None:
         """Store ``value`` and wake every waiting thread (a later signal replaces the value)."""
         with self._condition:
             self._value = value
@@ -97,11 +97,11 @@ class AsyncWaiter:
         self._loop = loop
         self.future: asyncio.Future[Any] = loop.create_future()
 
-    def _resolve(self, value: Any) -> None:
+    def _resolve(self, value: object) -> None:
         if not self.future.done():
             self.future.set_result(value)
 
-    def signal(self, value: Any) -> None:
+    def signal(self, value: object) -> None:
         """Resolve the future with ``value`` (on its loop; nothing when the loop has closed)."""
         try:
             self._loop.call_soon_threadsafe(self._resolve, value)
@@ -128,7 +128,7 @@ class WaiterSet:
         """Remove and return the waiters of ``key``; the caller holds the lock and signals them."""
         return self.pending.pop(key, [])
 
-    def wake(self, key: str, value: Any) -> None:
+    def wake(self, key: str, value: object) -> None:
         """Wake every waiter of ``key`` with ``value`` (a write this set did not see, e.g. another process's)."""
         with self._lock:
             waiters = self.take(key)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from .._runtime import run_sync
 from ..memory import Memory
+from ..runtime import run_sync
 
 __all__ = ["BROADCAST_KEY", "Broadcaster", "BroadcastHandler"]
 
@@ -46,7 +46,7 @@ class Broadcaster:
         self.handlers.append(handler)
         return handler
 
-    def send(self, payload: Any, memory: Memory) -> None:
+    def send(self, payload: object, memory: Memory) -> None:
         """Send ``{"payload", "network", "timestamp"}`` to every handler, then set it in ``memory``.
 
         A sync handler runs at once; a coroutine handler runs as a task on the running loop (or to its end
@@ -62,7 +62,7 @@ class Broadcaster:
                 logger.warning("Network '%s': broadcast handler failed: %s", self.network, exc)
         memory.set(BROADCAST_KEY, envelope)
 
-    def _spawn(self, awaitable: Any) -> None:
+    def _spawn(self, awaitable: Awaitable[object]) -> None:
         async def guarded() -> None:
             try:
                 await awaitable

@@ -9,20 +9,22 @@ as a reference, and is the same object again after :func:`load_flow`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..result import RobotResult
 from ..task import FlowResult
 
-__all__ = ["dump_flow", "dump_value", "load_flow", "load_value"]
+__all__ = ["SAME_AS", "dump_flow", "dump_value", "load_flow", "load_value"]
 
 _ROBOT = "$robot_result"
 _FLOW = "$flow_result"
 _REF = "$context_ref"
+#: A stored context entry that is the same as the entry of that key in an earlier result of the turn.
+SAME_AS = "$same_as"
 
 
-def dump_value(value: Any, *, where: str = "value") -> Any:
+def dump_value(value: object, *, where: str = "value") -> Any:
     """``value`` as JSON-ready data.
 
     Raises:
@@ -62,17 +64,26 @@ def load_value(data: Any) -> Any:
     return data
 
 
-def dump_flow(result: FlowResult, *, where: str = "result") -> dict[str, Any]:
+def dump_flow(result: FlowResult, *, where: str = "result",
+              same_as: Callable[[str, Any], str | None] | None = None) -> dict[str, Any]:
     """``result`` as JSON-ready data, without its ``run_params``.
+
+    ``same_as(key, stored)``, when given, names a result that already stores that context entry: the entry is then
+    stored as ``{"$same_as": <that name>}`` (:class:`robotlab.network.stored.Results` reads it back).
 
     Raises:
         TypeError: a value cannot be stored (see :func:`dump_value`).
     """
     context = {k: v for k, v in result.context.items() if k != "run_params"}
     ref = next((k for k, v in context.items() if v is result.value and result.value is not None), None)
+    entries = []
+    for key, value in context.items():
+        stored = dump_value(value, where=f"{where}.context[{key!r}]")
+        owner = same_as(key, stored) if same_as is not None else None
+        entries.append([key, stored if owner is None else {SAME_AS: owner}])
     return {
         "value": {_REF: ref} if ref is not None else dump_value(result.value, where=f"{where}.value"),
-        "context": [[k, dump_value(v, where=f"{where}.context[{k!r}]")] for k, v in context.items()],
+        "context": entries,
         "errors": {k: list(v) for k, v in result.errors.items()},
         "activated_steps": list(result.activated_steps),
         "continue": result.is_continue,

@@ -6,12 +6,10 @@ the running in :mod:`robotlab.network.runner`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from types import TracebackType
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from .. import streaming
-from .._runtime import run_sync
 from ..budget import SharedBudget
 from ..bus import BusPoller
 from ..errors import ConfigurationError
@@ -19,11 +17,12 @@ from ..hooks import Hook, HookRegistry, Registration, normalize_hooks
 from ..memory import Memory
 from ..run_config import RunConfig
 from ..runnable import Runnable
-from ..streaming import Event, EventEmitter
+from ..runtime import run_sync
+from ..streaming import Event, EventEmitter, failure_data
 from ..task import FlowResult, Task, run_hooked
 from ..tools.parking import RunParked
-from . import graph
 from .broadcast import Broadcaster
+from .layout import Layout
 from .runner import LocalTurn, reply_of, run_nested, run_task
 from .turn import RUNNING, Router, TurnState
 
@@ -33,21 +32,7 @@ __all__ = ["CONCURRENCY_OPTIONS", "Network", "create_network"]
 CONCURRENCY_OPTIONS = ("auto", "threads", "async")
 
 
-def _path_to(start: Any, target: Network, seen: set[int]) -> list[str] | None:
-    """The names of the networks from ``start`` down to ``target`` through nested tasks, or ``None``."""
-    if start is target:
-        return [target.name]
-    if not isinstance(start, Network) or id(start) in seen:
-        return None
-    seen.add(id(start))
-    for task in start.tasks.values():
-        path = _path_to(task.robot, target, seen)
-        if path is not None:
-            return [start.name, *path]
-    return None
-
-
-class Network(Runnable[FlowResult]):
+class Network(Layout, Runnable[FlowResult]):
     """Robots run as the tasks of a dependency graph (Ruby ``RobotLab::Network``).
 
     Build one with :func:`create_network`. ``robots`` is keyed by TASK name, while a run's
@@ -98,96 +83,6 @@ class Network(Runnable[FlowResult]):
         self.hooks = HookRegistry()
         """The network's hook registry (see :meth:`on`)."""
 
-    # -- building ------------------------------------------------------------------------
-    def task(
-        self,
-        name: str,
-        robot: Any,
-        *,
-        context: Mapping[str, Any] | None = None,
-        mcp: Any = "none",
-        tools: Any = "none",
-        memory: Memory | Mapping[str, Any] | None = None,
-        config: RunConfig | Mapping[str, Any] | None = None,
-        depends_on: str | Iterable[str] | None = "none",
-        poller_group: str = "default",
-    ) -> Network:
-        """Add ``robot`` as the task ``name``; returns the network (so calls chain).
-
-        Args:
-            name: The task's name, unique in the network.
-            robot: The robot that runs the task, or another :class:`Network` run as this one task (see
-                :meth:`call`).
-            context: Run parameters merged into the task's (see :class:`~robotlab.task.Task`).
-            mcp: The task's MCP servers setting.
-            tools: The task's tools setting.
-            memory: The task's own memory (else the network's).
-            config: The task's :class:`~robotlab.run_config.RunConfig` layer.
-            depends_on: ``"none"`` (a root), a task or :meth:`parallel` group name, a list of them, or
-                ``"optional"`` (runs only when activated by routing).
-            poller_group: The bus poller group label of the robot.
-
-        Raises:
-            ConfigurationError: the name is taken, the robot has no ``call`` step, or it is a network that
-                contains this one (``"Network 'a' cannot contain itself: a -> b -> a"``).
-        """
-        name = str(name)
-        if name in self.tasks or name in self._groups:
-            raise ConfigurationError(f"Network '{self.name}' already has a task or group named '{name}'")
-        if not callable(getattr(robot, "call", None)):
-            raise ConfigurationError(f"Task '{name}': {robot!r} is not a robot (it has no call() step)")
-        self._check_nesting(robot)
-        deps = graph.parse_depends_on(name, depends_on)
-        self.tasks[name] = Task(name=name, robot=robot, context=context, mcp=mcp, tools=tools, memory=memory,
-                                config=config, network=self)
-        self._depends_on[name] = deps
-        self.robots[name] = robot
-        self.bus_poller.add_group(poller_group)
-        if callable(getattr(robot, "assign_bus_poller", None)):
-            robot.assign_bus_poller(self.bus_poller, group=poller_group)
-        return self
-
-    def parallel(self, name: str | None = None, robots: Mapping[str, Any] | Sequence[Any] = (), *,
-                 depends_on: str | Iterable[str] | None = "none") -> Network:
-        """Add ``robots`` (``{task: robot}``, or robots named as their tasks) alike; later tasks may need ``name``."""
-        items = list(robots.items()) if isinstance(robots, Mapping) else [(r.name, r) for r in robots]
-        if name is not None and (str(name) in self.tasks or str(name) in self._groups):
-            raise ConfigurationError(f"Network '{self.name}' already has a task or group named '{name}'")
-        for task_name, robot in items:
-            self.task(task_name, robot, depends_on=depends_on)
-        if name is not None:
-            self._groups[str(name)] = [str(task_name) for task_name, _ in items]
-        return self
-
-    def dependencies(self) -> dict[str, list[str] | None]:
-        """Each task's dependencies (group names expanded); ``None`` marks an optional task.
-
-        Raises:
-            ConfigurationError: a dependency names no task, or the dependencies form a cycle.
-        """
-        return graph.expand(self.name, self._depends_on, self._groups)
-
-    def _check_nesting(self, runnable: Any) -> None:
-        path = _path_to(runnable, self, set())
-        if path is not None:
-            raise ConfigurationError(f"Network '{self.name}' cannot contain itself: "
-                                     f"{' -> '.join([self.name, *path])}")
-
-    def validate(self) -> Network:
-        """Check the graph now, as :meth:`arun` does (unknown dependencies, cycles, a network in itself)."""
-        self.dependencies()
-        for task in self.tasks.values():
-            self._check_nesting(task.robot)
-        return self
-
-    def __enter__(self) -> Network:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if exc_type is None:
-            self.validate()
-
     # -- running -------------------------------------------------------------------------
     @property
     def concurrency_limit(self) -> int | None:
@@ -197,11 +92,11 @@ class Network(Runnable[FlowResult]):
 
     async def arun(
         self,
-        message: Any = None,
+        message: object = None,
         *,
         on_event: Callable[[Event], Any] | None = None,
         on_content: Callable[[Any], Any] | None = None,
-        hooks: Any = None,
+        hooks: object = None,
         run_id: str | None = None,
         **run_context: Any,
     ) -> FlowResult:
@@ -248,7 +143,7 @@ class Network(Runnable[FlowResult]):
             result = await execute()
         except BaseException as exc:
             if not isinstance(exc, RunParked):  # a parked turn resumes later
-                emitter.emit(streaming.RUN_FAILED, network=self.name, error=str(exc), error_type=type(exc).__name__)
+                emitter.emit(streaming.RUN_FAILED, network=self.name, **failure_data(exc))
                 emitter.emit(streaming.STREAM_ENDED)
             raise
         emitter.emit(streaming.RUN_COMPLETED, network=self.name, reply=reply_of(result.value),
@@ -273,8 +168,8 @@ class Network(Runnable[FlowResult]):
             self._check_nesting(task.robot)
         return TurnState(self.name, deps)
 
-    def run_params(self, message: Any = None, *, on_content: Callable[[Any], Any] | None = None,
-                   hooks: Any = None, **run_context: Any) -> dict[str, Any]:
+    def run_params(self, message: object = None, *, on_content: Callable[[Any], Any] | None = None,
+                   hooks: object = None, **run_context: Any) -> dict[str, Any]:
         """The run parameters every task of a turn sees (``result.context["run_params"]``).
 
         ``message`` and ``run_context``, plus the network's memory (``network_memory``), the network, its
@@ -304,11 +199,11 @@ class Network(Runnable[FlowResult]):
         self,
         name: str,
         state: TurnState,
-        message: Any = None,
+        message: object = None,
         *,
         on_event: Callable[[Event], Any] | None = None,
         on_content: Callable[[Any], Any] | None = None,
-        hooks: Any = None,
+        hooks: object = None,
         run_id: str | None = None,
         **run_context: Any,
     ) -> FlowResult:
@@ -343,7 +238,7 @@ class Network(Runnable[FlowResult]):
         emitter = EventEmitter(on_event, run_id=run_id) if on_event is not None else None
         return await run_task(self, self.tasks[name], state.input(name, params), emitter)
 
-    def run(self, message: Any = None, **run_context: Any) -> FlowResult:
+    def run(self, message: object = None, **run_context: Any) -> FlowResult:
         """Synchronous :meth:`arun` (on RobotLab's background event loop)."""
         return run_sync(self.arun(message, **run_context))
 
@@ -376,7 +271,7 @@ class Network(Runnable[FlowResult]):
         """
         return self._broadcaster.add(handler)
 
-    def broadcast(self, payload: Any) -> Network:
+    def broadcast(self, payload: object) -> Network:
         """Send ``{"payload", "network", "timestamp"}`` to every handler, then set it in memory.
 
         A sync handler runs at once; a coroutine handler runs as a task on the running loop (or to its end
@@ -430,39 +325,6 @@ class Network(Runnable[FlowResult]):
         return self.robots.pop(str(name), None)
 
     # -- introspection -------------------------------------------------------------------
-    @property
-    def optional_tasks(self) -> list[str]:
-        """The tasks that run only when activated."""
-        return [n for n, d in self._depends_on.items() if d is None]
-
-    def phases(self) -> list[list[str]]:
-        """The required tasks grouped by depth: each phase can start once the previous ones are done."""
-        return graph.phases(self.dependencies())
-
-    @property
-    def execution_plan(self) -> str:
-        """The phases as text, then the optional tasks."""
-        return graph.plan_text(self.name, self.dependencies())
-
-    def _labels(self) -> dict[str, str]:
-        labels = {}
-        for task, spec in self.tasks.items():
-            robot_name = getattr(spec.robot, "name", None)
-            labels[task] = task if robot_name in (None, task) else f"{task} ({robot_name})"
-        return labels
-
-    def to_mermaid(self) -> str:
-        """A Mermaid flowchart of the graph; optional tasks are drawn dashed."""
-        return graph.to_mermaid(self.dependencies(), self._labels())
-
-    def to_dot(self) -> str:
-        """The graph in Graphviz DOT; optional tasks are dashed."""
-        return graph.to_dot(self.name, self.dependencies(), self._labels())
-
-    def visualize(self) -> None:
-        """Print :meth:`to_mermaid`."""
-        print(self.to_mermaid())
-
     def to_dict(self) -> dict[str, Any]:
         """``{name, robots: [keys], tasks: [names], optional_tasks, config}`` (unset values omitted)."""
         data = {

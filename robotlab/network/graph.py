@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from ..errors import ConfigurationError
 
@@ -24,7 +23,7 @@ OPTIONAL = "optional"
 Dependencies = dict[str, list[str] | None]
 
 
-def parse_depends_on(task: str, depends_on: Any) -> list[str] | None:
+def parse_depends_on(task: str, depends_on: object) -> list[str] | None:
     """``None`` for an optional task, else the dependency names (``[]`` for a root).
 
     Raises:

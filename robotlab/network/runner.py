@@ -12,10 +12,10 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import streaming
+from .. import streaming, telemetry
 from ..errors import BudgetExceeded
 from ..result import RobotResult
-from ..streaming import Event, EventEmitter
+from ..streaming import Event, EventEmitter, failure_data
 from ..task import FlowResult, Task, error_result, extract_run_context
 from .turn import TurnState
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["LocalTurn", "relay", "reply_of", "run_nested", "run_task"]
 
 
-def reply_of(value: Any) -> Any:
+def reply_of(value: object) -> Any:
     """The reply of a task's value when it is a RobotResult, else ``None``."""
     return value.reply if isinstance(value, RobotResult) else None
 
@@ -49,15 +49,19 @@ async def run_task(network: Network, task: Task, flow: FlowResult, emitter: Even
     """Run one task on ``flow``.
 
     With an emitter, between ``step.started`` and ``step.completed`` (or ``step.failed``), its runnable's events
-    relayed in between.
+    relayed in between. A task whose robot failed (its ``run.failed``: the error became its reply, so the network
+    goes on) ends with ``step.failed``, carrying that ``reply`` and the robot's ``error``, ``error_type`` and
+    ``error_kind``.
 
     Raises:
         TypeError: the runnable's ``call`` returned something else than a FlowResult.
         BaseException: whatever the task raised (cancellation too), after ``step.failed``.
     """
     tags = {"network": network.name, "task": task.name, "robot": getattr(task.robot, "name", None)}
+    failure: dict[str, object] = {}  # what its runnable's last run.failed said (:func:`_watch`)
     if emitter is not None:
-        params = {**(flow.context.get("run_params") or {}), "on_event": relay(emitter, **tags)}
+        on_event = _watch(relay(emitter, **tags), failure, tags["robot"])
+        params = {**(flow.context.get("run_params") or {}), "on_event": on_event}
         flow = flow.with_context("run_params", params)
         emitter.emit(streaming.STEP_STARTED, **tags)
     try:
@@ -66,11 +70,34 @@ async def run_task(network: Network, task: Task, flow: FlowResult, emitter: Even
             raise TypeError(f"Task '{task.name}': {task.robot!r}.call() must return a FlowResult, got {result!r}")
     except BaseException as exc:  # cancelled too (another task failed), so every step.started is closed
         if emitter is not None:
-            emitter.emit(streaming.STEP_FAILED, **tags, error=str(exc), error_type=type(exc).__name__)
+            emitter.emit(streaming.STEP_FAILED, **tags, **failure_data(exc))
         raise
     if emitter is not None:
-        emitter.emit(streaming.STEP_COMPLETED, **tags, reply=reply_of(result.value))
+        ended = streaming.STEP_FAILED if failure else streaming.STEP_COMPLETED
+        emitter.emit(ended, **tags, reply=reply_of(result.value), **failure)
     return result
+
+
+def _watch(forward: Callable[[Event], None], failure: dict[str, object], name: str | None) -> Callable[[Event], None]:
+    """``forward``, noting in ``failure`` what the last run of the task's runnable (named ``name``) said of its error.
+
+    Only the runnable's own ``run.*`` count: a robot's carry its ``robot``, a nested network's its ``network``, and
+    neither a ``task`` (those of a nested network's tasks do); a run it started of another robot does not.
+    """
+
+    def watch(event: Event) -> None:
+        own = "task" not in event.data and event.data.get("robot", event.data.get("network")) == name
+        if own and event.kind in (streaming.RUN_STARTED, streaming.RUN_COMPLETED, streaming.RUN_FAILED):
+            failure.clear()
+            if event.kind == streaming.RUN_FAILED:
+                failure.update({key: event.data[key] for key in _FAILURE_KEYS if key in event.data})
+        forward(event)
+
+    return watch
+
+
+#: What a ``step.failed`` takes of its robot's ``run.failed`` (:class:`~robotlab.streaming.FailureData`).
+_FAILURE_KEYS = ("error", "error_type", "error_kind")
 
 
 class LocalTurn:
@@ -94,11 +121,15 @@ class LocalTurn:
         self.semaphore = asyncio.Semaphore(limit) if limit else None
 
     async def execute(self) -> FlowResult:
-        """Run the turn to its end and return its final result.
+        """Run the turn to its end, inside its ``invoke_workflow`` span, and return its final result.
 
         Raises:
             BaseException: what a task raised (the other tasks are cancelled first), or a routing error.
         """
+        run_id = self.emitter.run_id if self.emitter is not None else None
+        return await telemetry.invoke_workflow(self.network.name, self._execute(), run_id=run_id)
+
+    async def _execute(self) -> FlowResult:
         order = list(self.state.dependencies)
         try:
             while True:

@@ -23,12 +23,12 @@ single-process run.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 from ..errors import ConfigurationError
 from ..task import FlowResult
-from .codec import dump_flow, load_flow
+from .stored import Results
 
 __all__ = ["COMPLETED", "FAILED", "PENDING", "RUNNING", "SKIPPED", "Router", "TurnState", "merge_results"]
 
@@ -39,10 +39,20 @@ PENDING, RUNNING, COMPLETED, FAILED, SKIPPED = "pending", "running", "completed"
 Router = Callable[[FlowResult], Any]
 
 _GRAPH, _TASK, _ROUTER = "graph", "task", "router"
-_FORMAT = 1
+_FORMAT = 2
+#: The stored formats read: 1 held every context entry in full (:mod:`~robotlab.network.stored`).
+_READ_FORMATS = (1, 2)
 
 
-def merge_results(results: Sequence[FlowResult], run_params: Any, value: Any) -> FlowResult:
+def _as_results(results: Mapping[str, FlowResult]) -> Results:
+    """``results`` (a plain mapping someone assigned to a state) as :class:`Results`."""
+    converted = Results()
+    for name, result in results.items():
+        converted[name] = result
+    return converted
+
+
+def merge_results(results: Sequence[FlowResult], run_params: object, value: object) -> FlowResult:
     """One result from several: contexts merged in order (robot entries), errors concatenated."""
     context: dict[str, Any] = {"run_params": run_params}
     errors: dict[str, list[str]] = {}
@@ -72,7 +82,7 @@ class TurnState:
         self.parents: dict[str, list[str]] = {}  # started (or about to start) tasks -> what feeds them
         self.sources: dict[str, str] = {}  # how each started task was started: graph, task or router
         self.queue: list[str] = []  # decided to start, not started yet, in start order
-        self.results: dict[str, FlowResult] = {}  # finished tasks, in finishing order
+        self.results: MutableMapping[str, FlowResult] = Results()  # finished tasks, in finishing order
         self.errors: dict[str, str] = {}  # failed tasks -> "<ErrorType>: <message>"
         self.activated: list[str] = []
         self.halted_by: str | None = None
@@ -100,7 +110,7 @@ class TurnState:
         """The first task that failed, or ``None``."""
         return next(iter(self.errors), None)
 
-    def input(self, name: str, run_params: Any) -> FlowResult:
+    def input(self, name: str, run_params: object) -> FlowResult:
         """The result task ``name`` is called with.
 
         Its parents' results merged, valued by the last one (by the run parameters for a root and for a task the
@@ -119,12 +129,12 @@ class TurnState:
         value = run_params if self.sources[name] == _ROUTER or not finished else finished[-1].value
         return merge_results(finished, run_params, value)
 
-    def accumulated(self, run_params: Any) -> FlowResult:
+    def accumulated(self, run_params: object) -> FlowResult:
         """Every finished result merged, valued by the last one (what the router is asked with)."""
         finished = list(self.results.values())
         return merge_results(finished, run_params, finished[-1].value if finished else run_params)
 
-    def final(self, run_params: Any) -> FlowResult:
+    def final(self, run_params: object) -> FlowResult:
         """The turn's result.
 
         Every finished result merged, valued by the halting task's result or by the last-declared finished task
@@ -224,7 +234,7 @@ class TurnState:
                     queued = True
         return queued
 
-    def route(self, answer: Any) -> bool:
+    def route(self, answer: object) -> bool:
         """Apply the router's ``answer`` (a task name, a list of them or ``None``).
 
         ``True`` when a task was queued. The activated tasks receive every result so far, valued by the run
@@ -253,7 +263,7 @@ class TurnState:
             return True
         return False
 
-    async def advance(self, router: Router | None, run_params: Any) -> list[str]:
+    async def advance(self, router: Router | None, run_params: object) -> list[str]:
         """Start and return the tasks to run now; ``[]`` while tasks run, or when the turn is over.
 
         When nothing runs and nothing is ready, the router (if any, and if it has not seen the latest
@@ -298,7 +308,7 @@ class TurnState:
             "status": dict(self.status),
             "started": [[name, self.parents[name], self.sources[name]] for name in self.parents],
             "queue": list(self.queue),
-            "results": [[name, dump_flow(result, where=f"task '{name}'")] for name, result in self.results.items()],
+            "results": self._dumped_results(),
             "errors": dict(self.errors),
             "activated": list(self.activated),
             "halted_by": self.halted_by,
@@ -313,7 +323,7 @@ class TurnState:
         Raises:
             ValueError: ``data`` is not a stored turn state.
         """
-        if not isinstance(data, Mapping) or data.get("format") != _FORMAT:
+        if not isinstance(data, Mapping) or data.get("format") not in _READ_FORMATS:
             raise ValueError(f"Not a stored network turn state (format {_FORMAT}): {str(data)[:80]!r}")
         state = cls(data["network"], dict(data["dependencies"]))
         state.status.update(data["status"])
@@ -321,7 +331,7 @@ class TurnState:
             state.parents[name] = list(parents)
             state.sources[name] = how
         state.queue = list(data["queue"])
-        state.results = {name: load_flow(flow) for name, flow in data["results"]}
+        state.results = Results((name, flow) for name, flow in data["results"])  # each loaded when asked for
         state.errors = dict(data["errors"])
         state.activated = list(data["activated"])
         state.halted_by = data["halted_by"]
@@ -336,6 +346,10 @@ class TurnState:
 
     def __repr__(self) -> str:
         return f"<TurnState {self.network!r} {self.status}>"
+
+    def _dumped_results(self) -> list[list[Any]]:
+        results = self.results
+        return (results if isinstance(results, Results) else _as_results(results)).dump()
 
     def _queue(self, name: str, parents: list[str], how: str) -> None:
         self.status[name] = PENDING

@@ -1,8 +1,10 @@
 """DemoLLM: an offline model for demos and the example project.
 
 It needs no key and no network. It calls a tool when the request plainly asks for one
-(a tool whose name or description shares a word with the message, or ``calculate`` for
-arithmetic), then answers in words using the tool's result, streaming word by word.
+(the tool whose name and description share the most words with the message, or ``calculate`` for
+arithmetic), then answers in words using the tool's result, streaming word by word. An integer
+parameter the tool requires gets the first number of the message, and a parameter with an ``enum``
+gets the value the message names ("mark order 2 shipped": ``{"id": 2, "status": "shipped"}``).
 Asked about Markdown, it answers with a sample of it (a list, a table, a code block and a link), as a
 real model's replies are. It is a stand-in that makes every part of a page work, not a language model.
 """
@@ -85,10 +87,27 @@ def _content(message: dict[str, Any]) -> str:
     return str(content or "")
 
 
-def _argument(name: str, text: str) -> str:
-    """The value for parameter ``name``: the place the message names for a place, else the whole message."""
+#: A whole number standing alone ("order 2", not "A-1002" or "2.5").
+_INTEGER = re.compile(r"(?<![\w.-])\d+(?![\w.])")
+
+
+def _argument(name: str, spec: dict[str, Any], text: str) -> Any:
+    """The value for the required parameter ``name``.
+
+    The first number of the message for an integer, the place the message names for a place, else the whole message.
+    """
+    if spec.get("type") == "integer":
+        number = _INTEGER.search(text)
+        if number:
+            return int(number.group(0))
     place = _PLACE.search(text.strip()) if name.lower() in _PLACE_PARAMETERS else None
     return place.group(1).strip() if place else text
+
+
+def _named_choice(spec: dict[str, Any], text: str) -> str | None:
+    """The value of a parameter's ``enum`` that the message names as a word, if one does."""
+    words = set(re.findall(r"[a-z]+", text.lower()))
+    return next((value for value in spec.get("enum") or [] if isinstance(value, str) and value in words), None)
 
 
 class DemoLLM:
@@ -111,16 +130,23 @@ class DemoLLM:
             if expression and name in names:
                 return name, {"expression": expression.group(1).replace(" ", "")}
         words = _words(text)
-        for spec in tools:
-            keys = _words(spec["name"].replace("_", " ")) | _words(spec.get("description", ""))
-            if words & keys:
-                parameters = spec.get("parameters", {})
-                arguments: dict[str, Any] = {name: _argument(name, text) for name in parameters.get("required", [])}
-                options = _OPTIONS.search(text)
-                if options and "choices" in parameters.get("properties", {}):
-                    arguments["choices"] = [o.strip() for o in re.split(r",|\bor\b", options.group(1)) if o.strip()]
-                return spec["name"], arguments
-        return None
+        scores = [len(words & (_words(spec["name"].replace("_", " ")) | _words(spec.get("description", ""))))
+                  for spec in tools]
+        if not scores or max(scores) == 0:
+            return None
+        spec = tools[scores.index(max(scores))]  # the most words in common; the first such tool
+        parameters = spec.get("parameters", {})
+        properties = parameters.get("properties", {})
+        arguments: dict[str, Any] = {name: _argument(name, properties.get(name, {}), text)
+                                     for name in parameters.get("required", [])}
+        for name, property_spec in properties.items():
+            choice = _named_choice(property_spec, text)
+            if choice is not None:
+                arguments[name] = choice
+        options = _OPTIONS.search(text)
+        if options and "choices" in properties:
+            arguments["choices"] = [o.strip() for o in re.split(r",|\bor\b", options.group(1)) if o.strip()]
+        return spec["name"], arguments
 
     def _answer(self, request: LLMRequest) -> LLMResponse:
         messages = request.messages

@@ -66,7 +66,7 @@ def tool_call(
     raw_arguments: str | None = None,
     usage: tuple[int, int] | None = None,
     cost: float = 0.0,
-    **arguments: Any,
+    **arguments: object,
 ) -> Step:
     """A reply that calls one tool; ``raw_arguments`` sends exact (possibly invalid) JSON text."""
     return tool_calls((name, arguments, id, raw_arguments), usage=usage, cost=cost)

@@ -107,7 +107,7 @@ def tokens(n: int, *, tokens_per_second: float | None = None, usage: tuple[int, 
     return Reply(" ".join(f"tok{i}" for i in range(n)), usage, "stop", None, tokens_per_second)
 
 
-def call(name: str, /, *, id: str | None = None, raw_arguments: str | None = None, **arguments: Any) -> ToolCall:
+def call(name: str, /, *, id: str | None = None, raw_arguments: str | None = None, **arguments: object) -> ToolCall:
     """A tool call spec for :func:`tool_calls`: ``call("get_weather", location="Paris")``.
 
     The id is ``"call_<n>"`` (a process-wide counter) unless ``id=`` is given. ``raw_arguments=`` sends that

@@ -33,7 +33,7 @@ class Hangup(Exception):
     """Raised once a response has started, so uvicorn drops the connection mid-body (a scripted cut)."""
 
 
-def dumps(obj: Any) -> str:
+def dumps(obj: object) -> str:
     """Compact JSON."""
     return json.dumps(obj, separators=(",", ":"))
 

@@ -182,13 +182,13 @@ def _porter(word: str) -> str:
 # --- word hashes ---------------------------------------------------------------------------------
 
 
-def _text(text: Any) -> str:
+def _text(text: object) -> str:
     if text is None:
         return ""
     return text if isinstance(text, str) else str(text)
 
 
-def clean_word_hash(text: Any) -> dict[str, int]:
+def clean_word_hash(text: object) -> dict[str, int]:
     """Stemmed, stop-word-filtered word counts (Ruby ``String#clean_word_hash``)."""
     counts: dict[str, int] = {}
     for raw in _NOT_WORD_OR_SPACE.sub("", _text(text)).split():
@@ -199,7 +199,7 @@ def clean_word_hash(text: Any) -> dict[str, int]:
     return counts
 
 
-def word_hash(text: Any, *, symbols: bool = False) -> dict[str, int]:
+def word_hash(text: object, *, symbols: bool = False) -> dict[str, int]:
     """Term counts of ``text``: stemmed words without stop words and words of two letters or fewer.
 
     With ``symbols=True`` each run of punctuation is counted too, as the gem's ``String#word_hash``
@@ -243,7 +243,7 @@ def cosine_similarity(vec_a: Mapping[str, float], vec_b: Mapping[str, float]) ->
     return min(dot(vec_a, vec_b), 1.0)
 
 
-def tf_cosine_similarity(text_a: Any, text_b: Any) -> float:
+def tf_cosine_similarity(text_a: object, text_b: object) -> float:
     """Stemmed term-frequency cosine of two texts, in [0.0, 1.0]; needs no reference corpus.
 
     Raises:
@@ -275,7 +275,7 @@ class TfidfModel:
         self._fitted = False
 
     @staticmethod
-    def _validate_df(value: Any, name: str) -> None:
+    def _validate_df(value: object, name: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise TypeError(f"{name} must be an Integer or Float")
         if isinstance(value, float) and not 0.0 <= value <= 1.0:
@@ -326,7 +326,7 @@ class TfidfModel:
         self._fitted = True
         return self
 
-    def transform(self, document: Any) -> dict[str, float]:
+    def transform(self, document: object) -> dict[str, float]:
         """The L2-normalized TF-IDF vector of ``document``; ``{}`` when it has no known term.
 
         Raises:
@@ -350,6 +350,6 @@ def fit(corpus: Iterable[Any]) -> TfidfModel:
     return TfidfModel(min_df=1).fit(corpus)
 
 
-def transform(model: TfidfModel, text: Any) -> dict[str, float]:
+def transform(model: TfidfModel, text: object) -> dict[str, float]:
     """The L2-normalized TF-IDF vector of ``text`` under ``model``; ``{}`` when it has no known term."""
     return model.transform(_text(text)) or {}

@@ -70,7 +70,7 @@ class HistoryCompressor:
         self.summarizer = summarizer
 
     @staticmethod
-    def is_pinned(message: Any) -> bool:
+    def is_pinned(message: object) -> bool:
         """Whether a message is never scored or removed.
 
         Pinned: system (and ``developer``) messages; ``tool`` messages (and RobotLab's
@@ -137,7 +137,7 @@ class HistoryCompressor:
 
     call = __call__
 
-    def _action(self, reference: dict[str, float], message: Any) -> Any:
+    def _action(self, reference: dict[str, float], message: object) -> Any:
         text = message_text(message)
         if text is None or len(_ruby.strip(text)) < MIN_SCORE_LENGTH:
             return _KEEP

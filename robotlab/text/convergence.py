@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from numbers import Real
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from .. import _ruby
 from . import analysis as text_analysis
@@ -34,7 +34,7 @@ class Convergence:
     MIN_TEXT_LENGTH: ClassVar[int] = 30
 
     @staticmethod
-    def similarity(text_a: Any, text_b: Any) -> float:
+    def similarity(text_a: object, text_b: object) -> float:
         """Stemmed term-frequency cosine similarity of two texts, in [0.0, 1.0].
 
         ``None`` counts as an empty text. Either text shorter than :attr:`MIN_TEXT_LENGTH` after
@@ -50,7 +50,7 @@ class Convergence:
         return text_analysis.tf_cosine_similarity(a, b)
 
     @staticmethod
-    def is_detected(text_a: Any, text_b: Any, threshold: float = DEFAULT_THRESHOLD) -> bool:
+    def is_detected(text_a: object, text_b: object, threshold: float = DEFAULT_THRESHOLD) -> bool:
         """Whether the two texts' :meth:`similarity` is at least ``threshold`` (Ruby ``detected?``).
 
         Raises:

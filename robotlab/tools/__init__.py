@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from .ask import AskUser
+from .ask_user import AskUser
 from .base import Tool
 from .function import FunctionTool, tool
 

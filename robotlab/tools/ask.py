@@ -34,17 +34,18 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TextIO, runtime_checkable
 
 from .. import _ruby
 from ..errors import ToolError
 from ..streaming import HITL_REQUESTED, HITL_RESOLVED, run_publisher
-from .base import Tool
+
+if TYPE_CHECKING:
+    from ..robot import Robot
 
 __all__ = [
     "AskChannel",
     "AskRequest",
-    "AskUser",
     "Publisher",
     "QueueChannel",
     "TerminalChannel",
@@ -69,7 +70,7 @@ class AskChannel(Protocol):
         question: str,
         choices: Sequence[str] | None = None,
         default: str | None = None,
-        robot: Any = None,
+        robot: Robot | None = None,
     ) -> str:
         """Ask and block until the answer comes."""
         ...
@@ -79,13 +80,13 @@ class AskChannel(Protocol):
         question: str,
         choices: Sequence[str] | None = None,
         default: str | None = None,
-        robot: Any = None,
+        robot: Robot | None = None,
     ) -> str:
         """Ask without blocking the event loop."""
         ...
 
 
-def _choices(choices: Any) -> list[Any]:
+def _choices(choices: object) -> list[Any]:
     """The choices when they are a list (as Ruby checks ``is_a?(Array)``), else none."""
     return list(choices) if isinstance(choices, list | tuple) else []
 
@@ -107,17 +108,17 @@ def resolve_answer(answer: str, choices: Sequence[Any] | None, default: str | No
     return answer
 
 
-def _robot_name(robot: Any) -> str:
+def _robot_name(robot: object) -> str:
     name = getattr(robot, "name", None)
     return "Robot" if name is None else str(name)
 
 
 async def ask_via(
-    channel: Any,
+    channel: AskChannel,
     question: str,
     choices: Sequence[str] | None = None,
     default: str | None = None,
-    robot: Any = None,
+    robot: Robot | None = None,
 ) -> str:
     """Ask through ``channel``: its ``aask`` when it has one, else its ``ask`` in a worker thread."""
     aask = getattr(channel, "aask", None)
@@ -142,7 +143,7 @@ class TerminalChannel:
         self.input = input
         self.output = output
 
-    def _streams(self, robot: Any) -> tuple[TextIO, TextIO]:
+    def _streams(self, robot: Robot | None) -> tuple[TextIO, TextIO]:
         reader = self.input if self.input is not None else getattr(robot, "input", None)
         writer = self.output if self.output is not None else getattr(robot, "output", None)
         return (sys.stdin if reader is None else reader), (sys.stdout if writer is None else writer)
@@ -152,7 +153,7 @@ class TerminalChannel:
         question: str,
         choices: Sequence[str] | None = None,
         default: str | None = None,
-        robot: Any = None,
+        robot: Robot | None = None,
     ) -> str:
         """Print the question, read one line and :func:`resolve_answer` it."""
         reader, writer = self._streams(robot)
@@ -170,7 +171,7 @@ class TerminalChannel:
         question: str,
         choices: Sequence[str] | None = None,
         default: str | None = None,
-        robot: Any = None,
+        robot: Robot | None = None,
     ) -> str:
         """:meth:`ask` in a worker thread, so a waiting terminal never blocks the event loop."""
         return await asyncio.to_thread(self.ask, question, choices, default, robot)
@@ -260,7 +261,7 @@ class QueueChannel:
         question: str,
         choices: Sequence[str] | None = None,
         default: str | None = None,
-        robot: Any = None,
+        robot: Robot | None = None,
     ) -> str:
         """Publish the question and block this thread until it is answered."""
         request, future, stream = self._open(question, choices, default, robot)
@@ -278,7 +279,7 @@ class QueueChannel:
         question: str,
         choices: Sequence[str] | None = None,
         default: str | None = None,
-        robot: Any = None,
+        robot: Robot | None = None,
     ) -> str:
         """Publish the question and wait for the answer without blocking the event loop."""
         request, future, stream = self._open(question, choices, default, robot)
@@ -291,7 +292,7 @@ class QueueChannel:
         return self._answered(request, answer, stream)
 
     def _open(
-        self, question: str, choices: Sequence[str] | None, default: str | None, robot: Any
+        self, question: str, choices: Sequence[str] | None, default: str | None, robot: Robot | None
     ) -> tuple[AskRequest, concurrent.futures.Future[str], Stream]:
         name = getattr(robot, "name", None)
         request = AskRequest(
@@ -346,34 +347,3 @@ class QueueChannel:
     def _emit(self, kind: str, payload: dict[str, Any]) -> None:
         if self.publish is not None:
             self.publish(kind, payload)
-
-
-class AskUser(Tool):
-    """Lets the model ask the person a question (RobotLab's ``AskUser``, LLM name ``robot_lab--ask_user``).
-
-    The question goes through the robot's ``ask_channel`` (:mod:`robotlab.tools.ask`): by default the
-    terminal, writing to ``robot.output`` and reading from ``robot.input`` (stdout and stdin when
-    unset); a :class:`QueueChannel` lets a web page answer instead.
-    """
-
-    name = "robot_lab--ask_user"
-    description = "Ask the user a question and wait for their answer. Offer choices when there are a few."
-    parameters: ClassVar[dict[str, Any]] = {  # type: ignore[misc]
-        "type": "object",
-        "properties": {
-            "question": {"type": "string", "description": "The question to ask"},
-            "choices": {"type": "array", "items": {"type": "string"}, "description": "Optional answers to pick from"},
-            "default": {"type": "string", "description": "Answer used when the user just presses Enter"},
-        },
-        "required": ["question"],
-    }
-
-    @property
-    def channel(self) -> AskChannel:
-        """Where the question goes: ``robot.ask_channel`` when it is set, else a :class:`TerminalChannel`."""
-        channel = getattr(self.robot, "ask_channel", None)
-        return TerminalChannel() if channel is None else channel
-
-    async def execute(self, question: str, choices: list[str] | None = None, default: str | None = None) -> str:
-        """Ask through :attr:`channel`; an empty answer gives ``default``, a number the matching choice."""
-        return await ask_via(self.channel, question, choices, default, self.robot)

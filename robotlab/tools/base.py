@@ -15,9 +15,18 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import hooks
+from .. import hooks, telemetry
 from ..errors import ToolError
-from .schema import clean_schema, docstring_parts, format_validation_error, model_schema, signature_model, snake_case
+from ..run_context import RunContext, current_run_context, running
+from .schema import (
+    clean_schema,
+    docstring_parts,
+    format_validation_error,
+    model_schema,
+    run_context_parameter,
+    signature_model,
+    snake_case,
+)
 
 if TYPE_CHECKING:
     import pydantic
@@ -31,7 +40,7 @@ logger = logging.getLogger("robotlab")
 Handler = Callable[..., Any]
 
 
-async def call_in_thread_or_await(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+async def call_in_thread_or_await(fn: Callable[..., Any], *args: object, **kwargs: object) -> Any:
     """Call ``fn``: awaited when it is ``async``, else in a worker thread (an awaitable it returns is awaited)."""
     if inspect.iscoroutinefunction(fn):
         return await fn(*args, **kwargs)
@@ -53,9 +62,18 @@ class Tool:
             def execute(self, location: str) -> dict:
                 return {"location": location, "temp_c": 21}
 
+    An ``execute`` whose first parameter (after ``self``) is annotated :class:`~robotlab.RunContext`
+    receives the run's context there; that parameter is not in the schema.
+
     ``name`` defaults to the class name in snake_case (``get_weather``). Set
     ``raise_on_error = True`` on a class to let exceptions propagate instead of being
     returned to the model; like RobotLab's flag it is not inherited by subclasses.
+
+    Set ``side_effect = True`` on a tool whose calls change something outside the run (send a mail, write a
+    row): robotlab only records it; a host that keeps an effect journal (the Django app) reads it.
+    Set ``approve = True`` on a tool whose calls a person should approve first: each call then asks the
+    robot's ``approver`` before it runs (:mod:`robotlab.tools.approval`; a robot without one runs it as any other),
+    and :meth:`approval_details` says what the person is shown besides the arguments.
     """
 
     name: str = ""
@@ -63,15 +81,23 @@ class Tool:
     parameters: dict[str, Any] | None = None
     raise_on_error: ClassVar[bool] = False
     mcp: str | None = None
+    #: Whether a call changes something outside the run (recorded here; acted on by hosts, not by the core).
+    side_effect: bool = False
+    #: Whether a call waits for the robot's ``approver`` before it runs (:mod:`robotlab.tools.approval`).
+    approve: bool = False
 
     _arguments_model: ClassVar[type[pydantic.BaseModel] | None] = None
+    #: The name of the parameter that receives the :class:`~robotlab.RunContext`, ``None`` when none does.
+    _context_parameter: str | None = None
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "raise_on_error" not in cls.__dict__:
             cls.raise_on_error = False
         if not cls.__dict__.get("name"):
             cls.name = snake_case(cls.__name__)
+        if "execute" in cls.__dict__:
+            cls._context_parameter = run_context_parameter(cls.__dict__["execute"], cls.name)
         if "execute" in cls.__dict__ and cls.__dict__.get("parameters") is None:
             summary, descriptions = docstring_parts(cls.__dict__["execute"].__doc__)
             cls._arguments_model = signature_model(cls.__dict__["execute"], cls.name, descriptions)
@@ -150,8 +176,33 @@ class Tool:
             raise ToolError("invalid arguments: missing required " + ", ".join(missing))
         return dict(arguments)
 
+    def _context_args(self) -> tuple[RunContext[Any], ...]:
+        """``(the run's context,)`` for a tool that takes one, else ``()``."""
+        if self._context_parameter is None:
+            return ()
+        context = current_run_context()
+        if context is None:
+            raise ToolError("this tool takes a RunContext: call it in a robot's run, or pass run_context= "
+                            "to acall()/call()")
+        return (context,)
+
     async def _invoke(self, kwargs: dict[str, Any]) -> Any:
-        return await call_in_thread_or_await(self.execute, **kwargs)
+        return await call_in_thread_or_await(self.execute, *self._context_args(), **kwargs)
+
+    async def approval_details(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """What an approver is shown about a call besides ``arguments`` (the model's, valid): nothing by default.
+
+        A tool on rows returns ``{"changes": [{"field", "before", "after"}, ...]}``. Raise
+        :class:`~robotlab.errors.ToolError` to refuse a call that would fail anyway: the model reads the error and
+        nobody is asked.
+        """
+        return {}
+
+    async def _screen(self, arguments: Mapping[str, Any]) -> str | None:
+        """The approver's denial of this call, ``None`` when it may run (:func:`robotlab.tools.approval.screen`)."""
+        from .approval import screen  # it imports the ask and parking modules, which import this one
+
+        return await screen(self, arguments)
 
     def error_text(self, error: BaseException) -> str:
         """The text returned to the model when the tool fails."""
@@ -160,13 +211,18 @@ class Tool:
             text += " (retryable)"
         return text
 
-    async def acall(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+    async def acall(self, arguments: Mapping[str, Any] | str | None = None, *,
+                    run_context: RunContext[Any] | None = None) -> Any:
         """Validate ``arguments`` (a dict or the model's JSON text) and run the tool.
 
         A failure is returned as ``"Error (<name>): <message>"`` unless the class sets
         ``raise_on_error``. The call runs inside the ``tool_call`` hook family (the registries of the
         run in progress, else the global ones and the robot's) and returns ``ctx.tool_result``.
+        A tool that takes a :class:`~robotlab.RunContext` gets ``run_context`` when given, else the run's.
         """
+        if run_context is not None:
+            with running(run_context):
+                return await self.acall(arguments)
         parsed: Any = {} if arguments is None or arguments == "" else arguments
         invalid: ToolError | None = None
         if isinstance(parsed, str):
@@ -180,7 +236,9 @@ class Tool:
             try:
                 if invalid is not None:
                     raise invalid
-                context.tool_result = await self._invoke(self.validate_arguments(parsed))
+                arguments = self.validate_arguments(parsed)
+                denied = await self._screen(parsed) if self.approve else None
+                context.tool_result = denied if denied is not None else await self._invoke(arguments)
             except ToolError as exc:
                 context.tool_error = exc
                 if type(self).raise_on_error:
@@ -197,13 +255,16 @@ class Tool:
         if scope is None:
             scope = hooks.HookScope((hooks.get_hooks(), getattr(self.robot, "hooks", None)), ())
         await hooks.run("tool_call", context, execute, registries=scope.registries, per_run_hooks=scope.per_run_hooks)
+        if context.tool_error is not None:
+            telemetry.tool_failed(context.tool_error)
         return context.tool_result
 
-    def call(self, arguments: Mapping[str, Any] | str | None = None) -> Any:
+    def call(self, arguments: Mapping[str, Any] | str | None = None, *,
+             run_context: RunContext[Any] | None = None) -> Any:
         """Synchronous :meth:`acall`."""
-        from .._runtime import run_sync
+        from ..runtime import run_sync
 
-        return run_sync(self.acall(arguments))
+        return run_sync(self.acall(arguments, run_context=run_context))
 
     # -- building ------------------------------------------------------------------------
     @classmethod

@@ -48,7 +48,7 @@ class ToolDescriptor:
     description: str = ""
 
     @classmethod
-    def from_tool(cls, tool: Any) -> ToolDescriptor:
+    def from_tool(cls, tool: object) -> ToolDescriptor:
         """The descriptor of a tool instance, a ``Tool`` subclass or another descriptor."""
         if isinstance(tool, ToolDescriptor):
             return tool
@@ -61,11 +61,11 @@ class ToolDescriptor:
         return {"name": self.name, "description": self.description}
 
 
-def _key(name: Any) -> str:
+def _key(name: object) -> str:
     return name if isinstance(name, str) else str(name)
 
 
-def _tool_dict(tool: Any) -> dict[str, Any]:
+def _tool_dict(tool: object) -> dict[str, Any]:
     to_dict = getattr(tool, "to_dict", None)
     if callable(to_dict) and not isinstance(tool, type):
         return dict(to_dict())
@@ -83,13 +83,13 @@ class ToolManifest:
     ``manifest[name]`` does; use :meth:`fetch` for a lookup that raises.
     """
 
-    def __init__(self, tools: Any = ()) -> None:
+    def __init__(self, tools: object = ()) -> None:
         self._tools: dict[str, Any] = {}
         for tool in _ruby.array(tools):
             self.add(tool)
 
     # -- adding and removing -------------------------------------------------------------
-    def add(self, tool: Any) -> ToolManifest:
+    def add(self, tool: object) -> ToolManifest:
         """Register ``tool`` under its name (replacing any tool of that name); returns ``self``."""
         name = getattr(tool, "name", None)
         if name is None:
@@ -97,7 +97,7 @@ class ToolManifest:
         self._tools[_key(name)] = tool
         return self
 
-    def remove(self, name: Any) -> Any | None:
+    def remove(self, name: object) -> Any | None:
         """Delete the tool called ``name`` and return it (``None`` when absent)."""
         return self._tools.pop(_key(name), None)
 
@@ -106,14 +106,14 @@ class ToolManifest:
         self._tools.clear()
         return self
 
-    def replace(self, tools: Any) -> ToolManifest:
+    def replace(self, tools: object) -> ToolManifest:
         """Clear the manifest, then add ``tools`` (the whole collection is replaced); returns ``self``."""
         self.clear()
         for tool in _ruby.array(tools):
             self.add(tool)
         return self
 
-    def merge(self, other: Any) -> ToolManifest:
+    def merge(self, other: object) -> ToolManifest:
         """Add every tool of ``other`` to this manifest and return ``self`` (no copy is made).
 
         ``other`` is a :class:`ToolManifest`, a list (or other iterable) of tools, or a single
@@ -136,15 +136,15 @@ class ToolManifest:
         return self
 
     # -- lookup --------------------------------------------------------------------------
-    def get(self, name: Any, default: Any = None) -> Any:
+    def get(self, name: object, default: object = None) -> Any:
         """The tool called ``name``, or ``default``."""
         return self._tools.get(_key(name), default)
 
-    def __getitem__(self, name: Any) -> Any | None:
+    def __getitem__(self, name: object) -> Any | None:
         """The tool called ``name``, or ``None`` (no ``KeyError``)."""
         return self._tools.get(_key(name))
 
-    def fetch(self, name: Any) -> Any:
+    def fetch(self, name: object) -> Any:
         """The tool called ``name``; raises :class:`~robotlab.ToolNotFoundError` listing the known names."""
         try:
             return self._tools[_key(name)]
@@ -152,7 +152,7 @@ class ToolManifest:
             available = ", ".join(self.names)
             raise ToolNotFoundError(f"Tool not found: {name}. Available tools: {available}") from None
 
-    def has(self, name: Any) -> bool:
+    def has(self, name: object) -> bool:
         """Whether a tool called ``name`` is registered (also ``name in manifest``)."""
         return _key(name) in self._tools
 
@@ -208,7 +208,7 @@ class ToolManifest:
             for name, tool in self._tools.items()
         ]
 
-    def select_by_names(self, names: Any) -> ToolManifest:
+    def select_by_names(self, names: object) -> ToolManifest:
         """A new :class:`ToolManifest` of the tools called ``names`` (this manifest is unchanged).
 
         The tool-manifest plan maps this onto ``tool_config.filter_tools``, so it follows the
@@ -252,16 +252,16 @@ class ToolRegistry(ToolManifest):
     descriptor, so the registry never keeps a tool, its robot or a connection alive.
     """
 
-    def __init__(self, tools: Any = ()) -> None:
+    def __init__(self, tools: object = ()) -> None:
         self._lock = threading.RLock()
         super().__init__(tools)
 
-    def add(self, tool: Any) -> ToolRegistry:
+    def add(self, tool: object) -> ToolRegistry:
         """Register the descriptor of ``tool``; returns ``self``."""
         self.register(tool)
         return self
 
-    def register(self, tool: Any) -> ToolDescriptor:
+    def register(self, tool: object) -> ToolDescriptor:
         """Store the descriptor of ``tool`` (a ``Tool``, a ``Tool`` subclass or a descriptor) and return it.
 
         Registering a name again replaces its descriptor. Robots call this for their local
@@ -274,7 +274,7 @@ class ToolRegistry(ToolManifest):
             self._tools[descriptor.name] = descriptor
         return descriptor
 
-    def remove(self, name: Any) -> ToolDescriptor | None:
+    def remove(self, name: object) -> ToolDescriptor | None:
         """:meth:`ToolManifest.remove`, under the lock."""
         with self._lock:
             return super().remove(name)
@@ -285,13 +285,13 @@ class ToolRegistry(ToolManifest):
             super().clear()
         return self
 
-    def replace(self, tools: Any) -> ToolRegistry:
+    def replace(self, tools: object) -> ToolRegistry:
         """:meth:`ToolManifest.replace`, under the lock."""
         with self._lock:
             super().replace(tools)
         return self
 
-    def merge(self, other: Any) -> ToolRegistry:
+    def merge(self, other: object) -> ToolRegistry:
         """:meth:`ToolManifest.merge`, under the lock."""
         with self._lock:
             super().merge(other)

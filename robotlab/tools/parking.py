@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..streaming import HITL_REQUESTED, run_publisher
 from .ask import AskRequest, _choices, resolve_answer
+
+if TYPE_CHECKING:
+    from ..robot import Robot
 
 __all__ = ["ParkingChannel", "RunParked"]
 
@@ -56,7 +59,7 @@ class ParkingChannel:
         return None
 
     def ask(self, question: str, choices: Sequence[str] | None = None, default: str | None = None,
-            robot: Any = None) -> str:
+            robot: Robot | None = None) -> str:
         """The stored answer to ``question``; without one, publish ``hitl.requested`` and raise :class:`RunParked`.
 
         It never waits, so it is safe on the event loop (:meth:`aask` is the same).
@@ -74,6 +77,6 @@ class ParkingChannel:
         raise RunParked(request)
 
     async def aask(self, question: str, choices: Sequence[str] | None = None, default: str | None = None,
-                   robot: Any = None) -> str:
+                   robot: Robot | None = None) -> str:
         """:meth:`ask` (it never waits)."""
         return self.ask(question, choices, default, robot)

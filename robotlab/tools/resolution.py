@@ -49,7 +49,7 @@ NONE_VALUES: tuple[Any, ...] = (None, [], NONE)
 """
 
 
-def _entry_name(entry: Any) -> str:
+def _entry_name(entry: object) -> str:
     """The name a tool entry is matched by.
 
     A string is used verbatim; an object with a ``name`` (a tool instance, a
@@ -65,7 +65,7 @@ def _entry_name(entry: Any) -> str:
     return str(entry)
 
 
-def is_none_value(value: Any) -> bool:
+def is_none_value(value: object) -> bool:
     """Whether ``value`` means "nothing at this level": ``None``, ``[]``, ``()`` or ``"none"``."""
     if value is None:
         return True
@@ -74,12 +74,12 @@ def is_none_value(value: Any) -> bool:
     return isinstance(value, str) and value == NONE
 
 
-def is_inherit_value(value: Any) -> bool:
+def is_inherit_value(value: object) -> bool:
     """Whether ``value`` is ``"inherit"``."""
     return isinstance(value, str) and value == INHERIT
 
 
-def resolve(value: Any, *, parent_value: Any) -> list[Any]:
+def resolve(value: object, *, parent_value: object) -> list[Any]:
     """Resolve one level's value against its parent's.
 
     * ``"inherit"`` gives the parent's value as a list (``None`` -> ``[]``, a list stays,
@@ -97,12 +97,12 @@ def resolve(value: Any, *, parent_value: Any) -> list[Any]:
     return _ruby.array(value)
 
 
-def resolve_mcp(value: Any, *, parent_value: Any) -> list[Any]:
+def resolve_mcp(value: object, *, parent_value: object) -> list[Any]:
     """:func:`resolve` for MCP server configs, which are kept as they are."""
     return resolve(value, parent_value=parent_value)
 
 
-def resolve_tools(value: Any, *, parent_value: Any) -> list[str]:
+def resolve_tools(value: object, *, parent_value: object) -> list[str]:
     """:func:`resolve`, then every entry turned into a tool name.
 
     Ruby maps each entry through ``to_s``; here a string stays as it is and a tool object
@@ -111,7 +111,7 @@ def resolve_tools(value: Any, *, parent_value: Any) -> list[str]:
     return [_entry_name(entry) for entry in resolve(value, parent_value=parent_value)]
 
 
-def filter_tools(tools: Iterable[Any], *, allowed_names: Iterable[Any]) -> list[Any]:
+def filter_tools(tools: Iterable[Any], *, allowed_names: object) -> list[Any]:
     """The tools whose names are in ``allowed_names``, in the order of ``tools``.
 
     An empty allowlist means *no tools*: ``filter_tools(tools, allowed_names=[])`` is ``[]``,

@@ -13,12 +13,14 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, get_type_hints
 
+from ..run_context import context_parameter
+
 if TYPE_CHECKING:
     import pydantic
 
 
-__all__ = ["clean_schema", "docstring_parts", "format_validation_error", "model_schema", "signature_model",
-           "snake_case"]
+__all__ = ["clean_schema", "docstring_parts", "format_validation_error", "model_schema", "run_context_parameter",
+           "signature_model", "snake_case"]
 
 
 def snake_case(name: str) -> str:
@@ -60,8 +62,34 @@ def docstring_parts(doc: str | None) -> tuple[str, dict[str, str]]:
     return "\n".join(summary_lines).strip(), params
 
 
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return get_type_hints(fn)
+    except Exception:  # unresolvable annotations: fall back to the raw ones
+        return dict(getattr(fn, "__annotations__", {}))
+
+
+def run_context_parameter(fn: Callable[..., Any], name: str) -> str | None:
+    """The name of ``fn``'s :class:`~robotlab.RunContext` parameter, ``None`` without one (once per function).
+
+    Raises:
+        TypeError: a ``RunContext`` parameter that is not the first
+            (see :func:`robotlab.run_context.context_parameter`).
+    """
+    try:
+        hash(fn)
+    except TypeError:  # an unhashable callable: looked at each time
+        return context_parameter(fn, _type_hints(fn), name)
+    return _run_context_parameter(fn, name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _run_context_parameter(fn: Callable[..., Any], name: str) -> str | None:
+    return context_parameter(fn, _type_hints(fn), name)
+
+
 def signature_model(fn: Callable[..., Any], name: str, descriptions: dict[str, str]) -> type[pydantic.BaseModel]:
-    """A pydantic model of ``fn``'s keyword parameters (``self`` and ``*args`` excluded).
+    """A pydantic model of ``fn``'s keyword parameters (``self``, ``*args`` and a ``RunContext`` excluded).
 
     Built once per function, name and descriptions: a robot built per request (as the Django app does) wraps
     the same functions again each time, and building the model took 1 ms a tool (benchmarks/peers.py).
@@ -80,13 +108,11 @@ def _signature_model(fn: Callable[..., Any], name: str,
 
     descriptions = dict(described)
 
-    try:
-        hints = get_type_hints(fn)
-    except Exception:  # unresolvable annotations: fall back to the raw ones
-        hints = dict(getattr(fn, "__annotations__", {}))
+    hints = _type_hints(fn)
+    context = context_parameter(fn, hints, name)  # the run's context: never the model's to fill in
     fields: dict[str, Any] = {}
     for param in inspect.signature(fn).parameters.values():
-        if param.name in {"self", "cls"} or param.kind in {param.VAR_POSITIONAL, param.VAR_KEYWORD}:
+        if param.name in {"self", "cls", context} or param.kind in {param.VAR_POSITIONAL, param.VAR_KEYWORD}:
             continue
         annotation = hints.get(param.name, Any)
         default = ... if param.default is inspect.Parameter.empty else param.default
@@ -107,7 +133,7 @@ def model_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's ``title`` noise so the schema the model sees stays small."""
 
-    def strip(node: Any) -> Any:
+    def strip(node: object) -> Any:
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
         if isinstance(node, list):

@@ -47,7 +47,7 @@ MAX_OUTPUT_CHARS = 100_000
 Executor = Callable[..., Any | Awaitable[Any]]
 
 
-def _paths(value: Any) -> list[str]:
+def _paths(value: object) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str | os.PathLike):
@@ -86,9 +86,9 @@ class Capabilities:
         self,
         fs_read: Sequence[str] | str | None = (),
         fs_write: Sequence[str] | str | None = (),
-        network: Any = False,
+        network: object = False,
         timeout: Any = DEFAULT_TIMEOUT,
-        trust: Any = "external",
+        trust: object = "external",
     ) -> None:
         self.fs_read = _paths(fs_read)
         self.fs_write = _paths(fs_write)
@@ -104,7 +104,7 @@ class Capabilities:
         """
         meta = front_matter or {}
 
-        def value(key: str, default: Any) -> Any:
+        def value(key: str, default: object) -> Any:
             found = meta.get(key)
             return default if found is None else found
 
@@ -117,7 +117,7 @@ class Capabilities:
         )
 
     @classmethod
-    def ceiling(cls, config: Any = None) -> Capabilities:
+    def ceiling(cls, config: object = None) -> Capabilities:
         """The most any skill may get.
 
         The configuration's ``sandbox`` section (the current configuration by default); without one, read access to
@@ -264,7 +264,7 @@ class ScriptTool(Tool):
             raise ToolError(f"args could not be split like shell arguments: {exc}") from None
         return ["bash", str(self.script), *extra]
 
-    async def execute(self, args: Any = None) -> Any:
+    async def execute(self, args: object = None) -> Any:
         """Run the script with ``args`` through :attr:`executor`, else directly with the grant's timeout."""
         if args is not None and not isinstance(args, str):
             raise ToolError(f"args must be a string of command-line arguments, got {type(args).__name__}")

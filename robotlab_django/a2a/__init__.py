@@ -5,7 +5,7 @@ The SDK's JSON-RPC dispatcher parses and answers the protocol (:mod:`~robotlab_d
 :mod:`~robotlab_django.a2a.bridge`); :class:`~robotlab_django.a2a.handler.RobotLabRequestHandler`, the SDK's
 ``RequestHandler``, serves it on the app's own runs: tasks are runs executed by the configured executor,
 contexts are threads, a parked run is ``input-required``, and requests authenticate with API tokens
-(:mod:`robotlab_django.api_tokens`). Needs the ``protocols`` extra (``pip install "robotlab[protocols]"``).
+(:mod:`robotlab_django.protocols.tokens`). Needs the ``protocols`` extra (``pip install "robotlab-py[protocols]"``).
 """
 
 from __future__ import annotations
@@ -18,5 +18,5 @@ __all__: list[str] = []
 
 _MISSING = [name for name in ("a2a", "starlette", "sse_starlette") if importlib.util.find_spec(name) is None]
 if _MISSING:
-    raise ImproperlyConfigured(f"The A2A server needs {', '.join(_MISSING)}: pip install \"robotlab[protocols]\" "
+    raise ImproperlyConfigured(f"The A2A server needs {', '.join(_MISSING)}: pip install \"robotlab-py[protocols]\" "
                                "(a2a-sdk with its HTTP server parts).")

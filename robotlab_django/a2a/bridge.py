@@ -47,7 +47,7 @@ class Exchange:
         self.closed.set()
 
 
-def starlette_request(request: HttpRequest, exchange: Exchange, **scope: Any) -> Request:
+def starlette_request(request: HttpRequest, exchange: Exchange, **scope: object) -> Request:
     """A Starlette request with ``request``'s method, path, query and headers, reading from ``exchange``.
 
     ``scope`` adds keys to the ASGI scope (the endpoint reads them from ``request.scope``).

@@ -22,8 +22,7 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 
 import robotlab
-
-from ..registry import registry
+from robotlab_django.registry import registry
 
 __all__ = ["SECURITY_SCHEME", "agent_card", "agent_names"]
 

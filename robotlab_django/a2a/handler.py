@@ -1,6 +1,6 @@
 """The A2A request handler: the SDK's :class:`~a2a.server.request_handlers.RequestHandler` on the app's runs.
 
-Every method works on the run rows (:mod:`robotlab_django.protocol_runs`), never on state held in this process:
+Every method works on the run rows (:mod:`robotlab_django.protocols.runs`), never on state held in this process:
 a task is a run executed by the configured executor (a Celery worker included), waiting and streaming read its
 row and stored events, so any web process answers for any task, a parked task holds no process, and a
 restart loses nothing. The SDK's JSON-RPC dispatcher calls it (:mod:`robotlab_django.a2a.views`) and gives it
@@ -9,8 +9,9 @@ the caller (an API token's user) and the agent (the robot or network of the URL)
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from typing import Any, NoReturn
+import logging
+from collections.abc import AsyncGenerator, Iterator
+from typing import TYPE_CHECKING, NoReturn
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
@@ -34,6 +35,8 @@ from a2a.types.a2a_pb2 import (
     TaskState,
 )
 from a2a.utils.errors import (
+    A2AError,
+    InternalError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
@@ -42,13 +45,11 @@ from a2a.utils.errors import (
 )
 from a2a.utils.task import apply_history_length, validate_history_length
 from asgiref.sync import sync_to_async
+from django.db import DatabaseError
 
-from robotlab.streaming import TEXT_DELTA
-
-from .. import protocol_runs, swappable
-from ..registry import UnknownRobotError
-from ..run_control import NotAwaitingError, RunFinishedError
-from .wire import (
+from robotlab_django import swappable
+from robotlab_django.a2a.events import A2A_EVENTS
+from robotlab_django.a2a.wire import (
     REPLY_ARTIFACT,
     STATES,
     TERMINAL,
@@ -58,8 +59,20 @@ from .wire import (
     status_update,
     task_of,
 )
+from robotlab_django.accounting.rate_limits import RateLimitedError
+from robotlab_django.protocols import runs as protocol_runs
+from robotlab_django.registry import UnknownRobotError
+from robotlab_django.runs.control import BadAnswerError, NotAwaitingError, RunFinishedError
+from robotlab_django.streaming.streamed_text import Chunk, StreamedText
 
-__all__ = ["AGENT", "USER", "RobotLabRequestHandler"]
+if TYPE_CHECKING:
+    from django.contrib.auth.models import _User
+
+    from robotlab_django.models import RobotResult
+
+__all__ = ["AGENT", "RATE_LIMITED", "USER", "RobotLabRequestHandler", "RunRateLimitError"]
+
+logger = logging.getLogger("robotlab_django")
 
 #: The call context's ``state`` key of the agent (robot or network name) the request addresses.
 AGENT = "robotlab.agent"
@@ -69,14 +82,44 @@ USER = "robotlab.user"
 #: Tasks a ``ListTasks`` page holds when the request sets no page size, and at most.
 PAGE_SIZE, MAX_PAGE_SIZE = 50, 100
 
+#: JSON-RPC error code of a message that would start a run past the user's rate limit
+#: (:mod:`robotlab_django.accounting.rate_limits`): HTTP's number, as the views' ``-32401`` for a missing token. A2A
+#: assigns back-pressure no code of its own.
+RATE_LIMITED = -32429
 
-def _caller(context: ServerCallContext) -> tuple[Any, str]:
+
+class RunRateLimitError(A2AError):
+    """A message that would start a run past the user's rate limit; ``data["retry_after"]``: seconds to wait.
+
+    The SDK's dispatcher answers it as the JSON-RPC error :data:`RATE_LIMITED` (reason ``RATE_LIMITED``);
+    protocol 0.3 has no such code, so a 0.3 client gets ``-32603`` with the same message and data.
+    """
+
+    message = "Too many runs; try again later."
+
+
+def _register_rate_limit_error() -> None:
+    """Teach the SDK's JSON-RPC error tables :class:`RunRateLimitError` (they map error classes, not bases)."""
+    from a2a.server.jsonrpc_models import JSONRPCError
+    from a2a.server.request_handlers import response_helpers
+    from a2a.utils import errors
+
+    errors.JSON_RPC_ERROR_CODE_MAP.setdefault(RunRateLimitError, RATE_LIMITED)
+    errors.A2A_ERROR_REASONS.setdefault(RunRateLimitError, "RATE_LIMITED")
+    response_helpers.EXCEPTION_MAP.setdefault(RunRateLimitError, JSONRPCError)
+
+
+_register_rate_limit_error()
+
+
+def _caller(context: ServerCallContext) -> tuple[_User, str]:
     return context.state[USER], str(context.state[AGENT])
 
 
-def _session_id(row: Any) -> str:
-    return str(swappable.thread_model().objects.filter(pk=row.thread_id).values_list("session_id", flat=True)
-               .get())
+def _session_id(row: RobotResult) -> str:
+    """The context id of ``row``'s thread, as its owner knows it."""
+    return protocol_runs.public_session_id(swappable.thread_model().objects.only("session_id", "user_id")
+                                           .get(pk=row.thread_id))
 
 
 def _invalid(message: str) -> NoReturn:
@@ -94,7 +137,7 @@ class RobotLabRequestHandler(RequestHandler):
     the run goes on. Push notifications and the extended card are not offered.
     """
 
-    async def _owned(self, task_id: str, context: ServerCallContext) -> Any:
+    async def _owned(self, task_id: str, context: ServerCallContext) -> RobotResult:
         """The caller's run of this agent with ``task_id``; ``TaskNotFoundError`` for any other id."""
         user, agent = _caller(context)
         stored = parse_task_id(task_id)
@@ -103,7 +146,7 @@ class RobotLabRequestHandler(RequestHandler):
             raise TaskNotFoundError(message=f"No task {task_id}.")
         return row
 
-    async def _start(self, params: SendMessageRequest, context: ServerCallContext) -> tuple[Any, str, int]:
+    async def _start(self, params: SendMessageRequest, context: ServerCallContext) -> tuple[RobotResult, str, int]:
         """Start a run for the message, or answer the task it names.
 
         Returns the row, its context id, and the last event stored before it went on.
@@ -117,7 +160,7 @@ class RobotLabRequestHandler(RequestHandler):
             _invalid(str(exc))
         if message.task_id:
             row = await self._owned(message.task_id, context)
-            context_id = row.thread.session_id
+            context_id = protocol_runs.public_session_id(row.thread)
             if message.context_id and message.context_id != context_id:
                 _invalid(f"Context {message.context_id} is not the context {context_id} of task {message.task_id}.")
             if files:
@@ -125,6 +168,8 @@ class RobotLabRequestHandler(RequestHandler):
             after = await protocol_runs.last_event_pk(row)
             try:
                 row = await protocol_runs.aanswer(row, text, user)
+            except BadAnswerError as exc:  # a tool call to approve takes "approve" or "deny"
+                _invalid(str(exc))
             except NotAwaitingError:
                 state = TaskState.Name(STATES.get(row.status, TaskState.TASK_STATE_WORKING))
                 _invalid(f"Task {message.task_id} is {state}, not input-required: only a question takes a follow-up "
@@ -133,12 +178,17 @@ class RobotLabRequestHandler(RequestHandler):
         try:
             row = await sync_to_async(protocol_runs.start_for_user)(user, agent, text, message.context_id or None,
                                                                     attachments=files)
+        except RateLimitedError as exc:
+            raise RunRateLimitError(message=str(exc), data={"retry_after": str(exc.retry_after)}) from None
         except protocol_runs.SessionTakenError:
             _invalid(f"No context {message.context_id}.")
         except UnknownRobotError as exc:
             raise TaskNotFoundError(message=str(exc)) from None
         except ValueError as exc:
             _invalid(str(exc))
+        except DatabaseError:  # logged; the database's own message is not the client's to read
+            logger.exception("robotlab: A2A could not start a run of %r", agent)
+            raise InternalError(message="The server could not store this message; it is logged.") from None
         return row, await sync_to_async(_session_id)(row), 0
 
     @validate_request_params
@@ -164,15 +214,24 @@ class RobotLabRequestHandler(RequestHandler):
         async for event in self._follow(row, context_id, after):
             yield event
 
-    async def _follow(self, row: Any, context_id: str, after: int) -> AsyncGenerator[Event, None]:
+    async def _follow(self, row: RobotResult, context_id: str, after: int) -> AsyncGenerator[Event, None]:
         yield task_of(row, context_id)
         yield status_update(row, context_id, TaskState.TASK_STATE_WORKING)
         streamed: set[str] = set()
-        async for event in protocol_runs.afollow_events(row, after=after):
-            if event["kind"] == TEXT_DELTA and event.get("text"):
-                artifact = f"task-{event['task']}" if event.get("task") else REPLY_ARTIFACT
-                yield artifact_update(row, context_id, artifact, str(event["text"]), append=artifact in streamed)
+        text = StreamedText(row.pk, A2A_EVENTS)  # a lost worker's new attempt sends no text twice
+
+        def chunks(sent: list[Chunk]) -> Iterator[Event]:
+            for chunk in sent:
+                artifact = f"task-{chunk.task}" if chunk.task else REPLY_ARTIFACT
+                yield artifact_update(row, context_id, artifact, chunk.text,
+                                      append=artifact in streamed and not chunk.replace)
                 streamed.add(artifact)
+
+        async for event in protocol_runs.afollow_events(row, after=after):
+            for update in chunks(text.feed(event)):
+                yield update
+        for update in chunks(text.close()):
+            yield update
         row = await protocol_runs.await_settled(row)
         if row.reply and REPLY_ARTIFACT not in streamed:  # a network's reply, streamed by its tasks
             yield artifact_update(row, context_id, REPLY_ARTIFACT, row.reply, append=False, last_chunk=True)
@@ -183,14 +242,14 @@ class RobotLabRequestHandler(RequestHandler):
         """The caller's task; ``TaskNotFoundError`` for another user's or agent's."""
         validate_history_length(params)
         row = await self._owned(params.id, context)
-        return apply_history_length(task_of(row, row.thread.session_id), params)
+        return apply_history_length(task_of(row, protocol_runs.public_session_id(row.thread)), params)
 
     @validate_request_params
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
         """Cancel a submitted, working or input-required task; ``TaskNotCancelableError`` for a finished one."""
         user, _ = _caller(context)
         row = await self._owned(params.id, context)
-        context_id = row.thread.session_id
+        context_id = protocol_runs.public_session_id(row.thread)
         try:
             row = await protocol_runs.acancel(row, user)
         except RunFinishedError as exc:
@@ -210,12 +269,13 @@ class RobotLabRequestHandler(RequestHandler):
         rows = (swappable.result_model().objects.select_related("thread")
                 .filter(thread__user=user, robot_name=agent, parent_id__isnull=True).order_by("-created_at", "-pk"))
         if params.context_id:
-            rows = rows.filter(thread__session_id=params.context_id)
+            rows = rows.filter(thread__session_id__in=protocol_runs.session_keys(params.context_id, user))
         if params.status:
             rows = rows.filter(status__in=[status for status, state in STATES.items() if state == params.status])
         total = await rows.acount()
         page = [row async for row in rows[start:start + size]]
-        tasks = [apply_history_length(task_of(row, row.thread.session_id), params) for row in page]
+        tasks = [apply_history_length(task_of(row, protocol_runs.public_session_id(row.thread)), params)
+                 for row in page]
         following = str(start + size) if start + size < total else ""
         return ListTasksResponse(tasks=tasks, next_page_token=following, page_size=size, total_size=total)
 
@@ -226,7 +286,7 @@ class RobotLabRequestHandler(RequestHandler):
         row = await self._owned(params.id, context)
         if STATES.get(row.status) in TERMINAL:
             raise UnsupportedOperationError(message=f"Task {params.id} is finished; get it with GetTask.")
-        async for event in self._follow(row, row.thread.session_id, 0):
+        async for event in self._follow(row, protocol_runs.public_session_id(row.thread), 0):
             yield event
 
     async def on_create_task_push_notification_config(self, params: TaskPushNotificationConfig,

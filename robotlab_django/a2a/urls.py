@@ -6,9 +6,9 @@ Each registered robot and network is an agent at ``<name>/`` (its JSON-RPC endpo
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
-from . import views
+from robotlab_django.a2a import views
 
 app_name = "robotlab_a2a"
 
@@ -16,4 +16,5 @@ urlpatterns = [
     path("", views.index, name="index"),
     path("<str:name>/.well-known/agent-card.json", views.card, name="card"),
     path("<str:name>/", views.agent, name="agent"),
+    re_path(r"^(?P<path>.*)$", views.not_found, name="not-found"),  # any other path: a JSON-RPC error
 ]

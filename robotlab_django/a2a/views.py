@@ -10,7 +10,7 @@ one. A session cookie does not authenticate, and CSRF does not apply.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING
 
 from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
@@ -24,13 +24,17 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from starlette.requests import Request
 
-from ..api_tokens import authenticate
-from ..registry import UnknownRobotError
-from .bridge import Exchange, django_response, starlette_request
-from .cards import agent_card, agent_names
-from .handler import AGENT, USER, RobotLabRequestHandler
+from robotlab_django.a2a.bridge import Exchange, django_response, starlette_request
+from robotlab_django.a2a.cards import agent_card, agent_names
+from robotlab_django.a2a.handler import AGENT, USER, RobotLabRequestHandler
+from robotlab_django.protocols.requests import BodyTooLargeError, check_nesting, read_body
+from robotlab_django.protocols.tokens import authenticate
+from robotlab_django.registry import UnknownRobotError
 
-__all__ = ["TokenContextBuilder", "TokenUser", "agent", "card", "dispatcher", "index"]
+if TYPE_CHECKING:
+    from django.contrib.auth.models import _User
+
+__all__ = ["TokenContextBuilder", "TokenUser", "agent", "card", "dispatcher", "index", "not_found"]
 
 #: JSON-RPC error code of a request without a valid token (HTTP 401), in the server-defined range.
 UNAUTHORIZED = -32401
@@ -39,7 +43,7 @@ UNAUTHORIZED = -32401
 class TokenUser(User):
     """The Django user of an API token, as the SDK's ``User``."""
 
-    def __init__(self, user: Any) -> None:
+    def __init__(self, user: _User) -> None:
         """Wrap the Django ``user``."""
         self.user = user
 
@@ -101,8 +105,9 @@ async def index(request: HttpRequest) -> HttpResponseBase:
 async def agent(request: HttpRequest, name: str) -> HttpResponseBase:
     """``POST <name>/``: a JSON-RPC request to the agent, answered by the SDK's dispatcher.
 
-    401 without a valid token (a session cookie is not one), 404 for an unknown agent, 405 for another method.
-    Streams go out as they are generated under an ASGI server; under WSGI, whole once they end.
+    401 without a valid token (a session cookie is not one), 404 for an unknown agent, 405 for another method,
+    413 for a body over :func:`~robotlab_django.protocols.requests.body_limit`, each a JSON-RPC error. Streams go out
+    as they are generated under an ASGI server; under WSGI, whole once they end.
     """
     if request.method != "POST":
         response = _error(405, -32600, "POST JSON-RPC requests here; the card is at .well-known/agent-card.json.")
@@ -116,7 +121,21 @@ async def agent(request: HttpRequest, name: str) -> HttpResponseBase:
         return response
     if name not in await sync_to_async(agent_names)():
         return _error(404, -32001, f"No agent {name!r}.")
-    exchange = Exchange(request.body)
+    try:
+        body = read_body(request)
+        check_nesting(body)
+    except BodyTooLargeError as exc:
+        return _error(413, -32600, str(exc))
+    except ValueError as exc:
+        return _error(400, -32700, str(exc))
+    exchange = Exchange(body)
     bridged = starlette_request(request, exchange, **{USER: user, AGENT: name})
     return await django_response(await dispatcher().handle_requests(bridged), bridged, exchange,
                                  buffered=not isinstance(request, ASGIRequest))
+
+
+@csrf_exempt
+async def not_found(request: HttpRequest, path: str = "") -> HttpResponseBase:
+    """Any other path under the A2A URLconf: a JSON-RPC error with HTTP 404."""
+    return _error(404, -32601, "No A2A endpoint here: each agent is at <name>/, its card at "
+                  "<name>/.well-known/agent-card.json, and the index lists them.")

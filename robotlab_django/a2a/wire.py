@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.types.a2a_pb2 import (
     Artifact,
@@ -25,9 +25,11 @@ from a2a.types.a2a_pb2 import (
 
 from robotlab.attachments import Attachment
 from robotlab.errors import AttachmentError
+from robotlab_django.abstract_models import Status
+from robotlab_django.runs.user_errors import public_error
 
-from ..abstract_models import Status
-from ..user_errors import public_error
+if TYPE_CHECKING:
+    from robotlab_django.models import RobotResult
 
 __all__ = ["REPLY_ARTIFACT", "STATES", "TERMINAL", "artifact_update", "input_content", "parse_task_id", "status_update",
            "task_id", "task_of"]
@@ -48,7 +50,7 @@ TERMINAL = frozenset({TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILE
 REPLY_ARTIFACT = "reply"
 
 
-def task_id(row: Any) -> str:
+def task_id(row: RobotResult) -> str:
     """The A2A task id of ``row``: its run id as a UUID."""
     return str(uuid.UUID(row.run_id))
 
@@ -97,7 +99,7 @@ def input_content(message: Message) -> tuple[str, list[Attachment]]:
     return "\n".join(texts), files
 
 
-def _message(text: str, role: Role, row: Any, context_id: str, key: str,
+def _message(text: str, role: Role, row: RobotResult, context_id: str, key: str,
              metadata: dict[str, Any] | None = None) -> Message:
     message = Message(message_id=f"{task_id(row)}-{key}", context_id=context_id, task_id=task_id(row), role=role,
                       parts=[Part(text=text)])
@@ -114,16 +116,19 @@ def _question_text(question: dict[str, Any]) -> str:
     return text
 
 
-def _status(row: Any, context_id: str) -> TaskStatus:
+def _status(row: RobotResult, context_id: str) -> TaskStatus:
     state = STATES.get(row.status, TaskState.TASK_STATE_WORKING)
     status = TaskStatus(state=state)
     if state == TaskState.TASK_STATE_INPUT_REQUIRED and row.question:
         question = dict(row.question)
         metadata = {key: question[key] for key in ("request_id", "choices", "default") if question.get(key)}
+        if question.get("type") == "approval":  # a tool call to approve: the call, and what it changes
+            metadata.update({key: question.get(key) or {} for key in ("arguments", "details")},
+                            type="approval", tool=str(question.get("tool") or ""))
         status.message.CopyFrom(_message(_question_text(question), Role.ROLE_AGENT, row, context_id,
                                          f"ask-{len(row.answers or [])}", metadata))
     elif state == TaskState.TASK_STATE_FAILED:
-        _, error = public_error(row.error_type, row.error)
+        _, error = public_error(row.error_type, row.error, row.error_kind)
         status.message.CopyFrom(_message(error or "The run failed.", Role.ROLE_AGENT, row, context_id, "error"))
     stamp = row.finished_at or row.updated_at
     if stamp is not None:
@@ -131,7 +136,7 @@ def _status(row: Any, context_id: str) -> TaskStatus:
     return status
 
 
-def _history(row: Any, context_id: str) -> Iterable[Message]:
+def _history(row: RobotResult, context_id: str) -> Iterable[Message]:
     yield _message(row.input or "", Role.ROLE_USER, row, context_id, "input")
     for number, answered in enumerate(row.answers or []):
         question = {"question": answered.get("question")}
@@ -139,7 +144,7 @@ def _history(row: Any, context_id: str) -> Iterable[Message]:
         yield _message(str(answered.get("answer") or ""), Role.ROLE_USER, row, context_id, f"answer-{number}")
 
 
-def task_of(row: Any, context_id: str) -> Task:
+def task_of(row: RobotResult, context_id: str) -> Task:
     """The ``Task`` of ``row`` (on the thread with session id ``context_id``): status, history, reply artifact."""
     task = Task(id=task_id(row), context_id=context_id, status=_status(row, context_id),
                 history=list(_history(row, context_id)))
@@ -149,13 +154,13 @@ def task_of(row: Any, context_id: str) -> Task:
     return task
 
 
-def status_update(row: Any, context_id: str, state: TaskState | None = None) -> TaskStatusUpdateEvent:
+def status_update(row: RobotResult, context_id: str, state: TaskState | None = None) -> TaskStatusUpdateEvent:
     """A ``TaskStatusUpdateEvent`` with ``row``'s status (or just ``state``)."""
     status = TaskStatus(state=state) if state is not None else _status(row, context_id)
     return TaskStatusUpdateEvent(task_id=task_id(row), context_id=context_id, status=status)
 
 
-def artifact_update(row: Any, context_id: str, artifact_id: str, text: str, *, append: bool,
+def artifact_update(row: RobotResult, context_id: str, artifact_id: str, text: str, *, append: bool,
                     last_chunk: bool = False) -> TaskArtifactUpdateEvent:
     """A ``TaskArtifactUpdateEvent`` carrying ``text`` for the artifact ``artifact_id`` (appended unless first)."""
     artifact = Artifact(artifact_id=artifact_id, name=artifact_id, parts=[Part(text=text)])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
-from . import views
+from robotlab_django.acp import views
 
 app_name = "robotlab_acp"
 
@@ -16,5 +16,8 @@ urlpatterns = [
     path("runs/<str:run_id>", views.run, name="run"),
     path("runs/<str:run_id>/cancel", views.run_cancel, name="run-cancel"),
     path("runs/<str:run_id>/events", views.run_events, name="run-events"),
-    path("session/<str:session_id>", views.session, name="session"),
+    path("sessions/<str:session_id>", views.session, name="session"),
+    path("session/<str:session_id>", views.session_wrapped, name="session-wrapped"),
+    path("resources/<str:token>", views.resource, name="resource"),
+    re_path(r"^(?P<path>.*)$", views.not_found, name="not-found"),  # any other path: a JSON not_found
 ]

@@ -8,20 +8,23 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import JsonResponse
 
 from robotlab.attachments import Attachment
 from robotlab.errors import AttachmentError
+from robotlab_django.abstract_models import Status
+from robotlab_django.registry import registry
+from robotlab_django.runs.user_errors import public_error
 
-from ..abstract_models import Status
-from ..registry import registry
-from ..user_errors import public_error
+if TYPE_CHECKING:
+    from robotlab_django.models import RobotResult
 
-__all__ = ["INPUT_CONTENT_TYPES", "STATUSES", "agent_manifest", "error_response", "input_content", "input_text",
-           "parse_run_id", "run_object", "text_message"]
+__all__ = ["INPUT_CONTENT_TYPES", "STATUSES", "agent_manifest", "await_message", "error_response", "input_content",
+           "input_text", "parse_run_id", "parse_session_id", "run_object", "text_message"]
 
 #: The ACP run status of each row status.
 STATUSES: dict[str, str] = {
@@ -59,7 +62,7 @@ def text_message(text: str, role: str = "agent") -> dict[str, Any]:
     return {"role": role, "parts": [{"content_type": "text/plain", "content": text, "content_encoding": "plain"}]}
 
 
-def input_text(messages: Any) -> str:
+def input_text(messages: object) -> str:
     """The text of ACP input ``messages`` (their ``text/*`` parts joined); raises ``ValueError`` if malformed.
 
     Any other part is an error here (an answer to a question is text); see :func:`input_content`.
@@ -70,7 +73,7 @@ def input_text(messages: Any) -> str:
     return text
 
 
-def input_content(messages: Any) -> tuple[str, list[Attachment]]:
+def input_content(messages: object) -> tuple[str, list[Attachment]]:
     """The text and the attachments of ACP input ``messages``.
 
     A ``text/*`` part without a ``name`` is text (parts joined by newlines); any other part is a file, which
@@ -129,6 +132,21 @@ def _attachment(part: dict[str, Any], content_type: str, number: int, index: int
     return Attachment(data=_decoded(part, number, index), mime_type=content_type, name=name)
 
 
+def await_message(question: dict[str, Any]) -> dict[str, Any]:
+    """The message of an ``await_request``: the question's text.
+
+    A tool call waiting for approval (:mod:`robotlab_django.runs.approvals`) adds the call as a JSON part named
+    ``approval``: ``request_id``, ``tool``, ``arguments``, ``details`` (a model tool's before/after ``changes``) and
+    the ``choices`` (``approve``, ``deny``); the answer is a message with the text ``approve`` or ``deny``.
+    """
+    message = text_message(str(question.get("question", "")))
+    if question.get("type") == "approval":
+        call = {key: question.get(key) for key in ("request_id", "tool", "arguments", "details", "choices")}
+        message["parts"].append({"name": "approval", "content_type": "application/json", "content_encoding": "plain",
+                                 "content": json.dumps(call, ensure_ascii=False, default=str)})
+    return message
+
+
 def parse_run_id(value: str) -> str | None:
     """The stored run id (32 hex characters) of an ACP run id (a UUID), or ``None`` if not a UUID."""
     try:
@@ -137,18 +155,34 @@ def parse_run_id(value: str) -> str | None:
         return None
 
 
-def run_object(row: Any, session_id: str) -> dict[str, Any]:
+def parse_session_id(value: object) -> str:
+    """An ACP session id (a UUID, as the protocol's ``SessionId`` is) in its canonical form.
+
+    Raises:
+        ValueError: it is not a UUID string (the message shows the start of what was sent).
+    """
+    if isinstance(value, str):
+        try:
+            return str(uuid.UUID(value))
+        except ValueError:
+            pass
+    shown = json.dumps(value, default=str)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise ValueError(f"A session id is a UUID (as the ACP client makes them), not {shown}.")
+
+
+def run_object(row: RobotResult, session_id: str) -> dict[str, Any]:
     """The ACP ``Run`` of ``row``: status, output (the reply), await request (the pending question), error."""
     status = STATUSES.get(row.status, "in-progress")
     run: dict[str, Any] = {
         "run_id": str(uuid.UUID(row.run_id)), "agent_name": row.robot_name, "session_id": session_id,
         "status": status, "output": [text_message(row.reply)] if row.reply else [], "await_request": None,
         "error": None, "created_at": row.created_at.isoformat(),
-        "finished_at": row.finished_at.isoformat() if getattr(row, "finished_at", None) else None,
+        "finished_at": row.finished_at.isoformat() if row.finished_at else None,
     }
     if status == "awaiting" and row.question:
-        run["await_request"] = {"type": "message", "message": text_message(str(row.question.get("question", "")))}
+        run["await_request"] = {"type": "message", "message": await_message(row.question)}
     if status == "failed":
-        _, message = public_error(row.error_type, row.error)
+        _, message = public_error(row.error_type, row.error, row.error_kind)
         run["error"] = {"code": "server_error", "message": message or "The run failed."}
     return run

@@ -1,4 +1,4 @@
-"""Fill the usage rollups from the result rows that exist (see robotlab_django.rollups)."""
+"""Fill the usage rollups from the result rows that exist (see robotlab_django.accounting.rollups)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.db import migrations
 
 def backfill(apps: Any, schema_editor: Any) -> None:
     """Recompute every rollup from the result rows, in the migration's own model state."""
-    from robotlab_django.rollups import rebuild
+    from robotlab_django.accounting.rollups import rebuild
 
     rebuild(apps=apps, using=schema_editor.connection.alias)
 

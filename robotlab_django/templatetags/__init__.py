@@ -1,1 +1,1 @@
-"""Template filters of the RobotLab app (``{% load robotlab_format %}``)."""
+"""Template filters and tags of the RobotLab app (``{% load robotlab_format %}``, ``{% load robotlab_pages %}``)."""

@@ -8,7 +8,6 @@ way: ``$0``, ``$0.000000``, ``$0.00000000``. :func:`format_cost` is used by the 
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from typing import Any
 
 from django import template
 
@@ -17,7 +16,7 @@ __all__ = ["format_cost", "register"]
 register = template.Library()
 
 
-def format_cost(value: Any) -> str:
+def format_cost(value: Decimal | float | str | None) -> str:
     """A cost in US dollars: ``$0.00`` when zero, six decimals under $1, four under $100, else cents.
 
     Args:
@@ -37,6 +36,6 @@ def format_cost(value: Any) -> str:
 
 
 @register.filter(name="usd")
-def usd(value: Any) -> str:
+def usd(value: Decimal | float | str | None) -> str:
     """The ``usd`` filter: ``{{ result.cost|usd }}`` renders :func:`format_cost`."""
     return format_cost(value)

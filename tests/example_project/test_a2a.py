@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.example_project.test_example_project import ROOT, manage, project_env, served_project
+from tests.robotlab_django.settings import REDIS_PREFIX
 
 a2a_client = pytest.importorskip("a2a.client")
 httpx = pytest.importorskip("httpx")
@@ -246,10 +247,16 @@ def test_another_users_task_is_not_found(a2a_site: Site) -> None:
                 await other.cancel_task(CancelTaskRequest(id=task.id))
             with pytest.raises(TaskNotFoundError):
                 await _events(other, _message("mine now", task))
-            with pytest.raises(InvalidParamsError, match="No context"):
-                follow = _message("on your thread")
-                follow.message.context_id = task.context_id
-                await _events(other, follow)
+            # issue 26 (8): the owner's context id is a new context of the other user's own, not an error (an oracle)
+            follow = _message("on your thread")
+            follow.message.context_id = task.context_id
+            theirs = (await _events(other, follow))[0].task
+            assert theirs.context_id == task.context_id and theirs.id != task.id
+            listed = await other.list_tasks(ListTasksRequest(context_id=task.context_id))
+            assert [found.id for found in listed.tasks] == [theirs.id]
+        async with _client(a2a_site, "chat", streaming=False) as client:
+            listed = await client.list_tasks(ListTasksRequest(context_id=task.context_id))
+            assert [found.id for found in listed.tasks] == [task.id]  # the owner's context has only the owner's task
         async with _client(a2a_site, "concierge", streaming=False) as client:  # nor another agent's
             with pytest.raises(TaskNotFoundError):
                 await client.get_task(GetTaskRequest(id=task.id))
@@ -324,6 +331,9 @@ def test_a_client_that_leaves_a_stream_can_subscribe_to_the_task_again(a2a_site:
 
 #: The Redis database of the Celery test's broker (the project's channel layer and network memory use it too).
 CELERY_REDIS = "redis://127.0.0.1:6379/11"
+#: The site's names there carry this test run's id: another checkout's run (or project) on this Redis, whose
+#: worker consumes a queue "default" too, never takes this site's jobs or hears its events.
+CELERY_ENV = {"REDIS_URL": CELERY_REDIS, "REDIS_PREFIX": f"{REDIS_PREFIX}:"}
 
 
 @pytest.fixture(scope="module")
@@ -338,10 +348,10 @@ def celery_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "example_site", "worker", "--pool", "solo",
                                "--hostname", "a2a-test@%h", "--without-gossip", "--without-mingle",
                                "--loglevel", "INFO"],
-                              cwd=ROOT / "example_project", env=project_env(tmp_path, REDIS_URL=CELERY_REDIS),
+                              cwd=ROOT / "example_project", env=project_env(tmp_path, **CELERY_ENV),
                               stdout=log, stderr=subprocess.STDOUT)
     try:
-        with served_project(tmp_path, REDIS_URL=CELERY_REDIS) as url:
+        with served_project(tmp_path, **CELERY_ENV) as url:
             yield Site(f"{url}/a2a", token, "", tmp_path / "db.sqlite3")
     finally:
         worker.terminate()
@@ -361,7 +371,9 @@ def test_tasks_run_on_a_celery_worker_and_a_question_waits_in_no_process(celery_
             done = (await _events(client, _message("the team plan", asked)))[0].task
         return streamed, asked, done
 
-    streamed, asked, done = asyncio.run(main())
+    # a deadline over the whole exchange: the server's keep-alive pings would hold a stream open for ever if no
+    # worker took the jobs (the client's read timeout never fires)
+    streamed, asked, done = asyncio.run(asyncio.wait_for(main(), 240))
     assert _final_state(streamed) == TaskState.TASK_STATE_COMPLETED
     assert _stored(celery_site.db, streamed[0].task.id) == ("completed", _streamed(streamed))
     assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,38 @@ def test_the_docs_client_snippet_runs(acp_site: tuple[str, str, Path]) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert "'chat'" in lines[0] and lines[1].startswith("completed ") and len(lines[2]) > 10
+
+
+def _thread_ids(db: Path, run_ids: list[Any]) -> list[int]:
+    with sqlite3.connect(db) as connection:
+        return [connection.execute("SELECT thread_id FROM robotlab_robotresult WHERE run_id = ?",
+                                   (run_id.hex,)).fetchone()[0] for run_id in run_ids]
+
+
+def test_a_client_session_runs_on_one_thread_and_reads_its_history(acp_site: tuple[str, str, Path]) -> None:
+    """Issue 26 (7): ``client.session()`` reads ``/sessions/{id}`` (the bare session), then runs on its thread."""
+    async def main() -> tuple[Any, Any, Any, list[Any]]:
+        async with _client(acp_site) as client, client.session() as session:
+            first = await session.run_sync("My name is Ada", agent="chat")
+            second = await session.run_sync("Hello again", agent="chat")
+            read = await session.refresh_session()
+            history = [message async for message in read.load_history()]
+            return first, second, read, history
+
+    first, second, read, history = asyncio.run(main())
+    assert first.status.value == second.status.value == "completed"
+    assert first.session_id == second.session_id == read.id
+    first_thread, second_thread = _thread_ids(acp_site[2], [first.run_id, second.run_id])
+    assert first_thread == second_thread
+    assert [(message.role, str(message)) for message in history] == [
+        ("user", "My name is Ada"), ("agent", _stored_reply(acp_site[2], first.run_id)),
+        ("user", "Hello again"), ("agent", _stored_reply(acp_site[2], second.run_id))]
+    import httpx
+
+    headers = {"Authorization": f"Bearer {acp_site[1]}"}
+    wrapped = httpx.get(f"{acp_site[0]}/session/{read.id}", headers=headers).json()  # the earlier path still works
+    assert wrapped["session"]["id"] == str(read.id) and len(wrapped["session"]["history"]) == 4
+    missing = httpx.get(f"{acp_site[0]}/sessions/{uuid.uuid4()}", headers=headers)
+    assert missing.status_code == 404 and missing.json()["code"] == "not_found"
+    forged = httpx.get(str(read.history[0]).rsplit("/", 1)[0] + "/not-a-signed-token")
+    assert forged.status_code == 404 and forged.json()["code"] == "not_found"

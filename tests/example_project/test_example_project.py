@@ -24,9 +24,9 @@ PROJECT = ROOT / "example_project"
 MANAGE = PROJECT / "manage.py"
 PAYLOAD = "<script>window.__pwned = 1</script><b>bold?</b>"
 #: Variables that would take the project off its embedded default.
-CLEARED = ("DATABASE_URL", "REDIS_URL", "ROBOTLAB_EXECUTOR", "DJANGO_SETTINGS_MODULE", "ROBOT_LAB_MODEL",
-           "ROBOT_LAB_LLM__API_BASE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
-           "MISTRAL_API_KEY", "GROQ_API_KEY", "DEEPSEEK_API_KEY", "OPENROUTER_API_KEY", "XAI_API_KEY",
+CLEARED = ("DATABASE_URL", "REDIS_URL", "REDIS_PREFIX", "ROBOTLAB_EXECUTOR", "DJANGO_SETTINGS_MODULE",
+           "ROBOT_LAB_MODEL", "ROBOT_LAB_LLM__API_BASE", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY",
+           "GOOGLE_API_KEY", "MISTRAL_API_KEY", "GROQ_API_KEY", "DEEPSEEK_API_KEY", "OPENROUTER_API_KEY", "XAI_API_KEY",
            "OLLAMA_API_BASE", "DJANGO_DEBUG", "ROBOTLAB_LOGIN_REQUIRED")
 
 
@@ -52,7 +52,11 @@ from django.conf import settings
 print(json.dumps({"db": settings.DATABASES["default"]["ENGINE"], "layer": settings.CHANNEL_LAYERS["default"]["BACKEND"],
                   "db_options": settings.DATABASES["default"].get("OPTIONS", {}),
                   "conn_max_age": settings.DATABASES["default"].get("CONN_MAX_AGE"),
+                  "health_checks": settings.DATABASES["default"].get("CONN_HEALTH_CHECKS"),
                   "hosts": settings.CHANNEL_LAYERS["default"].get("CONFIG", {}).get("hosts"),
+                  "layer_prefix": settings.CHANNEL_LAYERS["default"].get("CONFIG", {}).get("prefix"),
+                  "transport": getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}),
+                  "broker_transport": getattr(settings, "CELERY_BROKER_TRANSPORT", None),
                   "broker": settings.CELERY_BROKER_URL, "robotlab": settings.ROBOTLAB}))
 """
 
@@ -73,7 +77,7 @@ def test_the_embedded_default(tmp_path: Path) -> None:
     assert found["layer"] == "channels.layers.InMemoryChannelLayer"
     assert found["robotlab"]["EXECUTOR"] == "thread"
     assert found["robotlab"]["LLM"] == "chat.robots.demo_llm"
-    assert found["broker"] == "memory://"
+    assert found["broker"] == "memory://" and found["broker_transport"] is None  # the URL's own transport
     journal = "from django.db import connection as c; print(c.cursor().execute('PRAGMA journal_mode').fetchone()[0])"
     done = manage(tmp_path, "shell", "-c", journal)  # any SQLite file, here one in tmp_path
     assert done.stdout.strip().splitlines()[-1] == "wal"
@@ -85,11 +89,23 @@ def test_settings_come_from_the_environment(tmp_path: Path) -> None:
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["db"] == "django.db.backends.postgresql"
     assert found["db_options"]["pool"] and found["conn_max_age"] == 0  # a pool, no persistent connections
+    # that Django gives psycopg's check_connection (a "check" among the pool's options would be passed twice)
+    assert found["health_checks"] is True and "check" not in found["db_options"]["pool"]
     assert found["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
     assert found["hosts"] == [{"address": "redis://cache.example:6379/1", "socket_timeout": None}]
     assert found["broker"] == "redis://cache.example:6379/1"
+    assert found["broker_transport"] == "robotlab_django.workers.redis_broker:Transport"  # survives a broker restart
     assert found["robotlab"]["EXECUTOR"] == "celery"
     assert "LLM" not in found["robotlab"]  # a real model is configured: no demo model
+    assert found["layer_prefix"] is None and found["transport"] == {}  # the libraries' own names
+
+
+def test_redis_prefix_starts_every_key_and_channel_of_the_site(tmp_path: Path) -> None:
+    """Two sites (or two test runs) on one Redis: a database number does not separate them, a prefix does."""
+    done = manage(tmp_path, "shell", "-c", SETTINGS_PROBE, REDIS_URL="redis://cache.example:6379/1",
+                  REDIS_PREFIX="site-a:")
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["layer_prefix"] == "site-a:asgi" and found["transport"] == {"global_keyprefix": "site-a:"}
 
 
 def test_the_chat_robot_runs_offline_with_its_tools(tmp_path: Path) -> None:
@@ -112,7 +128,7 @@ def test_the_support_network_routes_to_a_specialist(tmp_path: Path, message: str
 
 
 NETWORK_TURNS = """
-from robotlab_django.networks import step_rows
+from robotlab_django.networks.turn import step_rows
 from robotlab_django.services import run_robot
 for message in ("I need a refund for my invoice", "The app crashes with an error", "Hello there"):
     row = run_robot(None, "support", message)

@@ -217,7 +217,8 @@ def test_threads_never_overcommit() -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the thread did not finish within 60 s"
     assert sum(granted) == ledger.reserved["tokens"] == 994  # 142 reservations of 7
     assert ledger.remaining("tokens") == 6
 

@@ -67,7 +67,8 @@ def test_value_without_timeout_waits_as_long_as_it_takes() -> None:
     f = future()
     thread = settle_later(lambda: f.resolve(42), delay=0.1)
     assert f.value() == 42
-    thread.join()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the thread did not finish within 60 s"
 
 
 def test_every_waiter_is_woken() -> None:

@@ -8,7 +8,6 @@ import pytest
 
 import robotlab
 from robotlab import hooks
-from robotlab._run import context_window
 from robotlab.hooks import (
     CompactionHookContext,
     DotState,
@@ -20,6 +19,7 @@ from robotlab.hooks import (
     TaskHookContext,
     ToolCallHookContext,
 )
+from robotlab.robot.compaction import context_window
 from robotlab.testing import FakeLLM, text, tool_call
 
 calls: list[str] = []

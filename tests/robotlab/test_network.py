@@ -572,7 +572,7 @@ async def test_on_event_marks_parallel_tasks_and_failures() -> None:
     await network.arun("go", on_event=events.append)
     failed = next(e for e in events if e.kind == "run.failed")
     assert failed.data["task"] == "broken" and failed.data["error_type"] == "InferenceError"
-    completed = next(e for e in events if e.kind == "step.completed" and e.data["task"] == "broken")
+    completed = next(e for e in events if e.kind == "step.failed" and e.data["task"] == "broken")
     assert completed.data["reply"] == "Error: InferenceError: provider down"  # the network goes on
     assert events[-2].kind == "run.completed" and events[-2].data["reply"] == "recovered"
 
@@ -588,6 +588,60 @@ async def test_on_event_marks_parallel_tasks_and_failures() -> None:
     assert events[2].data == {"network": "b", "task": "x", "robot": "x", "error": "step broke",
                               "error_type": "RuntimeError"}
     assert events[3].data == {"network": "b", "error": "step broke", "error_type": "RuntimeError"}
+
+
+async def test_a_task_whose_robot_failed_ends_with_step_failed_carrying_its_reply_and_error() -> None:
+    events: list[Event] = []
+    network = create_network(name="fan")
+    network.task("broken", build(name="broken", llm=FakeLLM([raise_(InferenceError("provider down"))])))
+    network.task("after", build(name="after", llm=FakeLLM(["recovered"])), depends_on="broken")
+    await network.arun("go", on_event=events.append)
+    steps = [(e.kind, e.data["task"]) for e in events if e.kind.startswith("step.")]
+    assert steps == [("step.started", "broken"), ("step.failed", "broken"), ("step.started", "after"),
+                     ("step.completed", "after")]
+    failed = next(e for e in events if e.kind == "step.failed")
+    robot_failed = next(e for e in events if e.kind == "run.failed")
+    assert failed.data == {"network": "fan", "task": "broken", "robot": "broken",
+                           "reply": "Error: InferenceError: provider down",
+                           **{key: robot_failed.data[key] for key in ("error", "error_type", "error_kind")
+                              if key in robot_failed.data}}
+    assert failed.data["error"] == "provider down" and failed.data["error_type"] == "InferenceError"
+
+
+async def test_a_task_is_not_failed_by_a_run_of_another_robot_it_started() -> None:
+    class Retries(Robot):
+        async def call(self, result: FlowResult) -> FlowResult:
+            on_event = (result.context.get("run_params") or {})["on_event"]
+            flaky = build(name="flaky", llm=FakeLLM([raise_(InferenceError("provider down"))]))
+            with pytest.raises(InferenceError):
+                await flaky.arun("go", on_event=on_event)
+            return result.continue_("fallback")
+
+    events: list[Event] = []
+    network = create_network(name="n").task("x", Retries(name="x", llm=FakeLLM()))
+    await network.arun("go", on_event=events.append)
+    assert "run.failed" in [e.kind for e in events if e.data.get("robot") == "flaky"]
+    assert [e.kind for e in events if e.kind.startswith("step.")] == ["step.started", "step.completed"]
+
+
+async def test_a_nested_network_that_failed_ends_its_outer_step_with_step_failed() -> None:
+    class Explodes(Robot):
+        async def call(self, result: FlowResult) -> FlowResult:
+            raise RuntimeError("inner broke")
+
+    events: list[Event] = []
+    inner = create_network(name="inner").task("x", Explodes(name="x", llm=FakeLLM()))
+    outer = create_network(name="outer").task("nested", inner).task(
+        "after", build(name="after", llm=FakeLLM(["recovered"])), depends_on="nested")
+    await outer.arun("go", on_event=events.append)
+    steps = [(e.kind, e.data["network"], e.data["task"]) for e in events if e.kind.startswith("step.")]
+    assert steps == [("step.started", "outer", "nested"), ("step.started", "inner", "x"),
+                     ("step.failed", "inner", "x"), ("step.failed", "outer", "nested"),
+                     ("step.started", "outer", "after"), ("step.completed", "outer", "after")]
+    failed = next(e for e in events if e.kind == "step.failed" and e.data["network"] == "outer")
+    assert failed.data == {"network": "outer", "task": "nested", "robot": "inner",
+                           "reply": "Error: RuntimeError: inner broke", "error": "inner broke",
+                           "error_type": "RuntimeError"}
 
 
 def test_on_content_reaches_every_robot_of_the_run() -> None:

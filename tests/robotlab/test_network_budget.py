@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from robotlab import build
 from robotlab.budget import SharedBudget
 from robotlab.errors import BudgetExceeded
+from robotlab.llm import LLMRequest, LLMResponse, TextCallback
 from robotlab.network import create_network
 from robotlab.testing.fake import FakeLLM, text
 
@@ -70,3 +73,37 @@ def test_nested_network_counts_against_the_outer_budget() -> None:
     outer.task("inner", inner)
     with pytest.raises(BudgetExceeded, match=r"^Token budget exceeded: 80 tokens used, budget is 50$"):
         outer.run("go")
+
+
+class _SlowLLM(FakeLLM):
+    """A FakeLLM whose every answer takes a moment, so the branches' calls are in flight together."""
+
+    async def complete(self, request: LLMRequest, *, on_text: TextCallback | None = None) -> LLMResponse:
+        await asyncio.sleep(0.02)
+        return await super().complete(request, on_text=on_text)
+
+
+def _fan_out(branches: int, budget: int, **robot: object) -> tuple[object, FakeLLM]:
+    llm = _SlowLLM(default=text("ok", usage=(40, 40)))
+    network = create_network(name="fan", config={"token_budget": budget})
+    network.task("plan", build(name="plan", llm=llm, **robot))
+    names = [f"branch_{n}" for n in range(1, branches + 1)]
+    for name in names:
+        network.task(name, build(name=name, llm=llm, **robot), depends_on="plan")
+    network.task("reduce", build(name="reduce", llm=llm, **robot), depends_on=names)
+    return network, llm
+
+
+@pytest.mark.parametrize("max_tokens", [50, None])
+def test_parallel_branches_see_each_others_calls_in_flight(max_tokens: int | None) -> None:
+    """Budget 300, calls of 80 tokens: branches running at once reserve per call and wait for each other, so the
+    budget is passed by less than one call; before, every branch was let through (80 + 8 * 80 = 720)."""
+    network, llm = _fan_out(8, 300, **({"max_tokens": max_tokens} if max_tokens else {}))
+    with pytest.raises(BudgetExceeded) as info:
+        network.run("go")
+    assert info.value.scope == "network 'fan'"
+    assert network.budget is not None
+    consumed = network.budget.ledger.consumed["tokens"]
+    assert consumed == 80 * len(llm.requests)  # every call paid is counted
+    assert 300 < consumed <= 300 + 80  # the call that filled it, no more
+    assert network.budget.ledger.reserved["tokens"] == 0

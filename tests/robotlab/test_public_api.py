@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import json
 import subprocess
 import sys
@@ -14,6 +15,12 @@ def test_all_is_sorted_and_every_name_resolves() -> None:
     assert robotlab.__all__ == sorted(robotlab.__all__)
     for name in robotlab.__all__:
         assert getattr(robotlab, name) is not None, name
+
+
+def test_the_run_context_of_tools_is_public() -> None:
+    from robotlab.run_context import RunContext
+
+    assert "RunContext" in robotlab.__all__ and robotlab.RunContext is RunContext
 
 
 def test_public_names_have_docstrings() -> None:
@@ -90,7 +97,11 @@ def test_the_type_checking_imports_say_what_the_export_table_says() -> None:
     assert _type_checking_imports() == robotlab._EXPORTS, (
         "robotlab/__init__.py: make the TYPE_CHECKING block match _EXPORTS:\n" + _type_checking_block(robotlab._EXPORTS)
     )
-    assert robotlab.__all__ == sorted(robotlab._EXPORTS)
+    assert robotlab.__all__ == sorted(robotlab._EXPORTS), (
+        "robotlab/__init__.py: make the literal __all__ the sorted names of _EXPORTS: "
+        f"add {sorted(set(robotlab._EXPORTS) - set(robotlab.__all__))}, "
+        f"remove {sorted(set(robotlab.__all__) - set(robotlab._EXPORTS))}"
+    )
 
 
 def test_every_exported_name_is_defined_in_the_module_the_table_names() -> None:
@@ -108,3 +119,28 @@ def test_documented_module_paths_are_the_modules_themselves() -> None:
     assert robotlab.text_analysis is robotlab.text.analysis
     assert robotlab.tool_config.resolve("inherit", parent_value=["a"]) == ["a"]
     assert robotlab.text_analysis.ruby_strip("\x00 x \n") == "x"
+
+
+def _core_modules() -> list[str]:
+    root = Path(robotlab.__file__).parent
+    names = []
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names.append(".".join(parts))
+    return names
+
+
+def test_every_name_in_a_core_module_s_all_resolves_and_callables_say_what_they_are() -> None:
+    problems = []
+    for name in _core_modules():
+        module = importlib.import_module(name)
+        for exported in getattr(module, "__all__", ()):
+            if not hasattr(module, exported):
+                problems.append(f"{name}.{exported} is in __all__ but not defined")
+                continue
+            value = getattr(module, exported)
+            if (inspect.isclass(value) or inspect.isfunction(value)) and not (value.__doc__ or "").strip():
+                problems.append(f"{name}.{exported} has no docstring")
+    assert problems == []

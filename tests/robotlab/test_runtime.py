@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from robotlab import _runtime
+from robotlab import runtime
 from tests.robotlab.forking import run_in_fork
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,27 +20,27 @@ async def _answer() -> int:
 
 
 def test_run_sync_runs_on_the_shared_loop_and_shutdown_stops_it() -> None:
-    assert _runtime.run_sync(_answer()) == 42
-    loop, thread = _runtime.get_loop(), _runtime.shared().thread
+    assert runtime.run_sync(_answer()) == 42
+    loop, thread = runtime.get_loop(), runtime.shared().thread
     assert thread is not None and thread.is_alive()
 
-    _runtime.shutdown()
+    runtime.shutdown()
 
     assert not thread.is_alive()
     assert loop.is_closed()
-    assert _runtime.run_sync(_answer()) == 42  # a later caller gets a new loop
-    assert _runtime.get_loop() is not loop
-    _runtime.shutdown()
-    _runtime.shutdown()  # twice is harmless
+    assert runtime.run_sync(_answer()) == 42  # a later caller gets a new loop
+    assert runtime.get_loop() is not loop
+    runtime.shutdown()
+    runtime.shutdown()  # twice is harmless
 
 
 def test_run_sync_refuses_to_block_its_own_loop() -> None:
     async def nested() -> None:
         coro = _answer()
         with pytest.raises(RuntimeError, match="await the coroutine instead"):
-            _runtime.run_sync(coro)
+            runtime.run_sync(coro)
 
-    _runtime.run_sync(nested())
+    runtime.run_sync(nested())
 
 
 def test_a_script_using_litellm_exits_with_its_clients_closed() -> None:
@@ -57,8 +57,8 @@ def test_a_script_using_litellm_exits_with_its_clients_closed() -> None:
             print(robot.run("hello").reply)
             import litellm
             print("cached clients:", len(litellm.in_memory_llm_clients_cache.cache_dict) > 0)
-            from robotlab import _runtime
-            _runtime.shutdown()
+            from robotlab import runtime
+            runtime.shutdown()
             print("after shutdown:", len(litellm.in_memory_llm_clients_cache.cache_dict))
         """
     )
@@ -70,35 +70,35 @@ def test_a_script_using_litellm_exits_with_its_clients_closed() -> None:
 def test_run_sync_works_in_a_forked_child_of_a_process_that_used_the_loop() -> None:
     """The child inherits the loop but not its thread; without the at-fork reset its run_sync hangs
     (here: TimeoutError after 10 s)."""
-    assert _runtime.run_sync(_answer()) == 42
-    parent_loop = _runtime.get_loop()
+    assert runtime.run_sync(_answer()) == 42
+    parent_loop = runtime.get_loop()
 
     def child() -> str:
-        value = _runtime.run_sync(_answer(), timeout=10)
-        thread = _runtime.shared().thread
+        value = runtime.run_sync(_answer(), timeout=10)
+        thread = runtime.shared().thread
         assert thread is not None
-        return f"{value} new-loop={_runtime.get_loop() is not parent_loop} thread-alive={thread.is_alive()}"
+        return f"{value} new-loop={runtime.get_loop() is not parent_loop} thread-alive={thread.is_alive()}"
 
     assert run_in_fork(child, timeout=20) == "42 new-loop=True thread-alive=True"
-    assert _runtime.get_loop() is parent_loop  # the parent's loop is untouched
-    assert _runtime.run_sync(_answer()) == 42
+    assert runtime.get_loop() is parent_loop  # the parent's loop is untouched
+    assert runtime.run_sync(_answer()) == 42
 
 
 def test_a_loop_thread_is_stopped_in_a_forked_child_and_starts_again() -> None:
-    loop_thread = _runtime.LoopThread("test-loop")
+    loop_thread = runtime.LoopThread("test-loop")
     loop = loop_thread.start()
     try:
 
         def child() -> str:
             stopped = not loop_thread.is_running and loop_thread.loop is None
             again = loop_thread.start()
-            value = _runtime.block_on(again, _answer(), timeout=10)
+            value = runtime.block_on(again, _answer(), timeout=10)
             loop_thread.stop()
             return f"stopped={stopped} {value} new={again is not loop}"
 
         assert run_in_fork(child, timeout=20) == "stopped=True 42 new=True"
         assert loop_thread.loop is loop and loop_thread.is_running
-        assert _runtime.block_on(loop, _answer(), timeout=10) == 42
+        assert runtime.block_on(loop, _answer(), timeout=10) == 42
     finally:
         loop_thread.stop()
     assert loop.is_closed() and not loop_thread.is_running

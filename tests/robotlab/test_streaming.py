@@ -23,7 +23,8 @@ def test_sequence_counter_is_thread_safe() -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the thread did not finish within 60 s"
     assert counter.current == 4000
     assert counter.reset(5) == 5
     assert counter.next() == 6

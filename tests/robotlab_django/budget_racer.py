@@ -23,7 +23,7 @@ def race(barrier: Any, results: Any, budgets_setting: dict[str, Any], user_id: i
     django.setup()
     settings.ROBOTLAB = {"BUDGETS": budgets_setting}
     from robotlab.errors import BudgetExceeded
-    from robotlab_django import budgets
+    from robotlab_django.accounting import budgets
 
     runs = 0
     try:

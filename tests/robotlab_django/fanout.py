@@ -21,12 +21,13 @@ import robotlab
 from robotlab.llm import AutoLLM, LLMClient
 from robotlab.tools import Tool
 
-__all__ = ["NOTES_ENV", "AwaitSignal", "SendSignal", "auto_llm", "branch_count", "direct_llm", "fanout_network", "note",
-           "relay_network",
-           "server_llm", "system_prompt"]
+__all__ = ["BUDGET_ENV", "MAX_TOKENS_ENV", "NOTES_ENV", "AwaitSignal", "SendSignal", "auto_llm", "branch_count",
+           "direct_llm", "fanout_network", "note", "relay_network", "server_llm", "system_prompt"]
 
 #: A file every :func:`note` call appends a line to, when set (so a test counts the tool's runs).
 NOTES_ENV = "ROBOTLAB_TEST_NOTES"
+#: The ``fanout`` network's ``token_budget``, and its robots' ``max_tokens``, when set (the budget scenarios).
+BUDGET_ENV, MAX_TOKENS_ENV = "ROBOTLAB_TEST_FANOUT_BUDGET", "ROBOTLAB_TEST_MAX_TOKENS"
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -74,7 +75,11 @@ def note(text: str) -> str:
 def fanout_network(**options: Any) -> robotlab.Network:
     """``plan`` -> ``branch_1`` ... ``branch_<n>`` -> ``reduce``; ``options`` (``llm=``) go to every robot, and
     the branches have the :func:`note` tool."""
-    network = robotlab.create_network(name="fanout")
+    budget = os.environ.get(BUDGET_ENV)
+    network = robotlab.create_network(name="fanout", config={"token_budget": int(budget)} if budget else None)
+    max_tokens = os.environ.get(MAX_TOKENS_ENV)
+    if max_tokens:
+        options = {"max_tokens": int(max_tokens), **options}
 
     def robot(task: str, tools: list[Any] | None = None) -> robotlab.Robot:
         return robotlab.build(name=f"{task}_bot", system_prompt=system_prompt(task), model=MODEL,

@@ -120,11 +120,12 @@ class Processes:
         self.started: list[subprocess.Popen[bytes]] = []
         self.by_name: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        """Start ``argv`` with its output in ``<workdir>/<name>.log``."""
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
+              pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
+        """Start ``argv`` with its output in ``<workdir>/<name>.log`` (``pass_fds``: descriptors it inherits)."""
         with (self.workdir / f"{name}.log").open("ab") as log:
             process = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **(env or {})}, stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
+                                       stderr=subprocess.STDOUT, start_new_session=True, pass_fds=pass_fds)
         self.started.append(process)
         self.by_name[name] = process
         return process
@@ -135,12 +136,20 @@ class Processes:
                                  "worker", "--pool=prefork", "-c", "1", "-Q", queue, "-l", "info",
                                  "--without-heartbeat", "--without-gossip", "--without-mingle"])
 
-    def daphne(self, port: int) -> subprocess.Popen[bytes]:
-        """daphne serving tests/robotlab_django/asgi.py on ``port``."""
-        process = self.start("daphne", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                        "tests.robotlab_django.asgi:application"])
+    def daphne(self) -> int:
+        """daphne serving tests/robotlab_django/asgi.py; returns its port.
+
+        The socket is bound and listening here and handed to daphne (``--fd``), so no other process (another
+        test run's server, a connection's source port) can take the port between choosing it and listening.
+        """
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(128)
+            port = int(listener.getsockname()[1])
+            self.start("daphne", [sys.executable, "-m", "daphne", "--fd", str(listener.fileno()),
+                                  "tests.robotlab_django.asgi:application"], pass_fds=(listener.fileno(),))
         wait_for(lambda: reachable("127.0.0.1", port), f"daphne on port {port}")
-        return process
+        return port
 
     def redis(self, port: int) -> subprocess.Popen[bytes]:
         """A private ``redis-server`` on ``port`` that keeps nothing on disk."""
@@ -314,12 +323,18 @@ def _finished(pk: int) -> bool:
     return str(_row(pk).status) in {"completed", "failed"}
 
 
+def _ended(pk: int) -> bool:
+    """The row is stored as finished and so is its stream's end (stored after the row: ``run.completed`` is held)."""
+    return _finished(pk) and "stream.ended" in _facts(pk)["kinds"]
+
+
 def worker_kill(mode: str, processes: Processes) -> dict[str, Any]:
     """Kill the worker running a run (its pool child, or the whole node), let it run again, compare."""
     from django.db import transaction
 
     import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
-    from robotlab_django import executor, services
+    from robotlab_django import services
+    from robotlab_django.runs import executor
 
     user, _session = _setup()
     queue = f"robotlab-faults-{uuid.uuid4().hex[:8]}"
@@ -340,11 +355,11 @@ def worker_kill(mode: str, processes: Processes) -> dict[str, Any]:
     deltas_at_kill = _saved_deltas(victim.pk)
     if mode == "node":
         processes.worker(queue, name="worker2")
-    wait_for(lambda: _finished(victim.pk), "the killed run to finish on redelivery", timeout=2 * WAIT)
+    wait_for(lambda: _ended(victim.pk), "the killed run and its end to be stored on redelivery", timeout=2 * WAIT)
     with transaction.atomic():
         clean = services.start_run(services.get_thread(None, user=user), "echo", "Go")
         executor.enqueue(clean, queue=queue)
-    wait_for(lambda: _finished(clean.pk), "the clean run to finish")
+    wait_for(lambda: _ended(clean.pk), "the clean run and its end to be stored")
     return {"killed": killed, "deltas_at_kill": deltas_at_kill, "run": _facts(victim.pk),
             "clean": _facts(clean.pk)}
 
@@ -393,8 +408,9 @@ def step_kill(processes: Processes, server: Any) -> dict[str, Any]:
     """Kill the pool child while the run streams its second LLM call; count what was sent and run again."""
     import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
     from robotlab.testing.server import call, tokens, tool_calls
-    from robotlab_django import executor, services
+    from robotlab_django import services
     from robotlab_django.models import RunStep
+    from robotlab_django.runs import executor
 
     arrivals: list[float] = []
 
@@ -415,7 +431,9 @@ def step_kill(processes: Processes, server: Any) -> dict[str, Any]:
     for pid in children(worker.pid):
         os.kill(pid, signal.SIGKILL)
     killed_at = time.monotonic()
-    wait_for(lambda: _finished(row.pk), "the killed run to finish on its retry", timeout=2 * WAIT)
+    # the row is stored first, then its held run.completed and stream.ended
+    wait_for(lambda: _ended(row.pk), "the killed run to finish on its retry and its end to be stored",
+             timeout=2 * WAIT)
     bodies = server.requests
     answers = sum(body["messages"][-1]["role"] == "tool" for body in bodies)
     after = [stamp - killed_at for stamp in arrivals if stamp > killed_at]
@@ -446,8 +464,9 @@ def _streams_attempt(pk: int, attempt: int) -> bool:
 def poison_run(processes: Processes) -> dict[str, Any]:
     """Kill the pool child on every attempt of a run: it must end failed, not loop."""
     import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
-    from robotlab_django import executor, services
+    from robotlab_django import services
     from robotlab_django.conf import app_settings
+    from robotlab_django.runs import executor
 
     user, _session = _setup()
     queue = f"robotlab-faults-{uuid.uuid4().hex[:8]}"
@@ -460,8 +479,7 @@ def poison_run(processes: Processes) -> dict[str, Any]:
         for pid in children(worker.pid):
             os.kill(pid, signal.SIGKILL)
     # the row is failed first, then run.failed and stream.ended are stored
-    wait_for(lambda: _finished(row.pk) and "stream.ended" in _facts(row.pk)["kinds"],
-             "the run to be given up and its end stored")
+    wait_for(lambda: _ended(row.pk), "the run to be given up and its end stored")
     return {"kills": limit, "limit": limit, "run": _facts(row.pk)}
 
 
@@ -488,8 +506,7 @@ def socket_drop(processes: Processes, drops: int) -> dict[str, Any]:
     from robotlab_django import services
 
     user, session = _setup()
-    port = free_port()
-    processes.daphne(port)
+    port = processes.daphne()
     row = services.start_run(services.get_thread(None, user=user), "echo", "Go")
     client = Watcher(port, row.thread_id, session)
 
@@ -513,11 +530,11 @@ def redis_outage(processes: Processes, redis_port: int, *, hang: bool = False) -
     """Kill the layer's Redis mid-stream and start it again on the same port, or (``hang``) stop and
     continue it; the client resynchronises."""
     import tests.robotlab_django.fault_celery  # noqa: F401  (tasks are sent through its broker)
-    from robotlab_django import executor, services
+    from robotlab_django import services
+    from robotlab_django.runs import executor
 
     user, session = _setup()
-    port = free_port()
-    processes.daphne(port)
+    port = processes.daphne()
     queue = f"robotlab-faults-{uuid.uuid4().hex[:8]}"
     processes.worker(queue)
     row = services.start_run(services.get_thread(None, user=user), "echo", "Go")
@@ -551,7 +568,7 @@ def redis_outage(processes: Processes, redis_port: int, *, hang: bool = False) -
             await follow
 
     asyncio.run(watch())
-    wait_for(lambda: _finished(row.pk), "the run to finish")
+    wait_for(lambda: _ended(row.pk), "the run and its end to be stored")
     return {"client_text": client.text.get(row.run_id, ""), "connects": client.connects,
             "replayed": client.replayed, "live_after_reconnect": client.live_after_reconnect,
             "healed": client.healed, **outage, "run": _facts(row.pk)}

@@ -68,8 +68,9 @@ def scenario(processes: Processes, server: Any) -> dict[str, Any]:
 
     import tests.robotlab_django.park_celery  # noqa: F401  (tasks are sent through its broker)
     from robotlab.testing.server import call, reply, tool_calls
-    from robotlab_django import executor, run_control, services
+    from robotlab_django import services
     from robotlab_django.models import RobotResult, RunEvent, RunStep
+    from robotlab_django.runs import control, executor
     from tests.robotlab_django.faults import _setup
 
     def respond(body: dict[str, Any]) -> Any:
@@ -91,8 +92,10 @@ def scenario(processes: Processes, server: Any) -> dict[str, Any]:
     first.wait(60)
     before = len(server.requests)
     second = _worker(processes, queue, "worker-2")
-    run_control.answer(parked, "2", user)
+    control.answer(parked, "2", user)
     wait_for(lambda: _status(row.pk) in {"completed", "failed"}, "the answered run to finish", timeout=120)
+    # the row is saved before the task returns: its outcome reaches the worker's log a moment later
+    wait_for(lambda: _outcomes(processes.workdir / "worker-2.log"), "the second worker to log its task's outcome")
     done = RobotResult.objects.get(pk=row.pk)
     bodies = server.requests
     kinds = list(RunEvent.objects.filter(result_id=row.pk).order_by("pk").values_list("kind", flat=True))

@@ -2,16 +2,31 @@
 
 The database is SQLite in memory by default. ``ROBOTLAB_TEST_DB=postgres`` selects the PostgreSQL
 server on 127.0.0.1:5432 (user ``$PGUSER``, else ``postgres``; trust auth), or the URL in
-``ROBOTLAB_TEST_DATABASE_URL``; pytest-django creates and drops ``test_robotlab`` there.
+``ROBOTLAB_TEST_DATABASE_URL``; pytest-django creates and drops ``test_robotlab_<RUN_ID>`` there.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import uuid
 from typing import Any
 
 import dj_database_url
+
+# One id per test run, inherited by the processes it starts: the names this run takes on shared services
+# (PostgreSQL databases, Celery queues, Redis key and channel prefixes) carry it, so two checkouts' runs on one
+# machine never meet.
+#: Whether this process started the run (its processes inherit the id): only it removes the run's keys at the end.
+OWNS_RUN = "ROBOTLAB_TEST_RUN_ID" not in os.environ
+RUN_ID = os.environ.setdefault("ROBOTLAB_TEST_RUN_ID", uuid.uuid4().hex[:10])
+#: This run's Celery queue (``CELERY_TASK_DEFAULT_QUEUE``, ``ROBOTLAB["TASK_QUEUE"]``): the test workers consume it.
+TASK_QUEUE = f"robotlab-test-{RUN_ID}"
+#: The start of every key and pub/sub channel this run's processes make on a shared Redis: Celery's (kombu's
+#: ``global_keyprefix``: its queues, bindings, unacked messages and fanout), the channel layer's (channels-redis'
+#: ``prefix``: channels and groups). Redis database numbers do not isolate runs (pub/sub ignores them; another
+#: checkout's run uses the same numbers), so a run's names must differ, not its database.
+REDIS_PREFIX = f"robotlab-test-{RUN_ID}"
 
 
 def _databases() -> dict[str, dict[str, object]]:
@@ -19,7 +34,7 @@ def _databases() -> dict[str, dict[str, object]]:
     if choice in {"postgres", "postgresql", "pg"}:
         user = os.environ.get("PGUSER", "postgres")
         url = os.environ.get("ROBOTLAB_TEST_DATABASE_URL") or f"postgres://{user}@127.0.0.1:5432/robotlab"
-        return {"default": dict(dj_database_url.parse(url))}
+        return {"default": {**dj_database_url.parse(url), "TEST": {"NAME": f"test_robotlab_{RUN_ID}"}}}
     if choice != "sqlite":
         raise ValueError(f"ROBOTLAB_TEST_DB must be 'sqlite' or 'postgres', not {choice!r}")
     # ROBOTLAB_TEST_SQLITE_PATH: a file database shared with subprocesses (the Celery worker test)
@@ -43,6 +58,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "robotlab_django",
     "tests.robotlab_django.robotapp",
+    # a project's own data, for the model tools (robotlab_django.tools)
+    "tests.robotlab_django.notesapp",
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -79,6 +96,15 @@ ROBOTLAB = {
     "LLM": os.environ.get("ROBOTLAB_TEST_LLM") or "tests.robotlab_django.settings.instant_demo_llm",
     # the hung-Redis fault test gives up on a send sooner than the 5 s default
     "STREAM_PUBLISH_TIMEOUT": float(os.environ.get("ROBOTLAB_TEST_PUBLISH_TIMEOUT", "5")),
+    # jobs that name no queue go to this run's queue, never to a "default" another checkout's worker consumes
+    "TASK_QUEUE": TASK_QUEUE,
+    # benchmarks/worker_first_job.py starts workers with their warm-up off too, for comparison
+    "WORKER_WARM_UP": os.environ.get("ROBOTLAB_TEST_WORKER_WARM_UP", "1") == "1",
+    # spans kept only where a test asks (tests/robotlab_django/tracing): the app would otherwise set its own SDK
+    # tracer provider at the first run, the one the core's span tests (tests/robotlab/spans.py) set in this process
+    "TRACES": os.environ.get("ROBOTLAB_TEST_TRACES") == "1",
+    # the online evals' worker test scores the runs of its worker (tests/robotlab_django/evals/test_online_worker.py)
+    "ONLINE_EVALS": json.loads(os.environ.get("ROBOTLAB_TEST_ONLINE_EVALS", "{}")),
 }
 
 # Live runs: the in-memory layer by default; ROBOTLAB_TEST_REDIS_URL switches the layer to channels-redis.
@@ -87,14 +113,18 @@ REDIS_URL = os.environ.get("ROBOTLAB_TEST_REDIS_URL", "")
 # socket_timeout None: redis-py 8 defaults to 5 s, which breaks channels-redis' blocking BZPOPMIN
 # (django/channels_redis#422: every idle consumer dies with "Timeout reading from ..." after 5 s).
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
-                              "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]}}
+                              "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}],
+                                         "prefix": f"{REDIS_PREFIX}:asgi"}}
                   if REDIS_URL else {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 CELERY_BROKER_URL = REDIS_URL or "redis://127.0.0.1:6379/15"
-CELERY_RESULT_BACKEND = CELERY_BROKER_URL
+CELERY_RESULT_BACKEND = CELERY_BROKER_URL  # its keys are task ids (uuids): no run meets another's
+# kombu's Redis transport with the guard that keeps a node up through a broker Redis restart (issue 25, 7)
+CELERY_BROKER_TRANSPORT = "robotlab_django.workers.redis_broker:Transport"
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "global_keyprefix": f"{REDIS_PREFIX}:"}
+CELERY_TASK_DEFAULT_QUEUE = TASK_QUEUE
 
 
 def instant_demo_llm() -> Any:

@@ -6,15 +6,12 @@ The end-to-end tests with the SDK's client against daphne are in tests/example_p
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management import call_command
 from django.test import Client
 
 from robotlab.testing import FakeLLM, text
@@ -24,15 +21,6 @@ pytest.importorskip("a2a.server.routes.jsonrpc_dispatcher")
 
 pytestmark = pytest.mark.django_db
 
-
-@pytest.fixture
-def token(settings: Any) -> str:
-    """A token of the user ``ada``, the URLconf serving ``/a2a/``."""
-    settings.ROOT_URLCONF = "tests.robotlab_django.acp_urls"
-    get_user_model().objects.create_user("ada", password="pw")
-    out = io.StringIO()
-    call_command("robotlab_token", "ada", stdout=out)
-    return out.getvalue().strip().splitlines()[-1]
 
 
 def _rpc(token: str, agent: str, method: str, params: dict[str, Any], *, version: str | None = "1.0") -> Any:
@@ -160,7 +148,21 @@ def test_without_the_protocols_extra_the_import_says_what_to_install(monkeypatch
 
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "sse_starlette" else find_spec(name))
-    with pytest.raises(ImproperlyConfigured, match=r'needs sse_starlette: pip install "robotlab\[protocols\]"'):
+    with pytest.raises(ImproperlyConfigured, match=r'needs sse_starlette: pip install "robotlab-py\[protocols\]"'):
         importlib.reload(robotlab_django.a2a)
     monkeypatch.undo()
     importlib.reload(robotlab_django.a2a)
+
+
+def test_file_parts_are_counted_and_private_urls_refused(token: str, settings: Any) -> None:
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "MAX_ATTACHMENTS": 1}
+    two = [{"text": "Look"}, {"url": "https://93.184.215.14/a.jpg", "mediaType": "image/jpeg"},
+           {"url": "https://93.184.215.14/b.jpg", "mediaType": "image/jpeg"}]
+    error = _rpc(token, "echo", "SendMessage", {"message": {"role": "ROLE_USER", "messageId": "m1",
+                                                            "parts": two}}).json()["error"]
+    assert error["code"] == -32602 and "MAX_ATTACHMENTS" in error["message"]
+    metadata = [{"text": "Look"}, {"url": "http://169.254.169.254/latest/x.png", "mediaType": "image/png"}]
+    error = _rpc(token, "echo", "SendMessage", {"message": {"role": "ROLE_USER", "messageId": "m2",
+                                                            "parts": metadata}}).json()["error"]
+    assert error["code"] == -32602 and "not a public address" in error["message"]
+    assert not RobotResult.objects.exists()

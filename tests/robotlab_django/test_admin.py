@@ -230,3 +230,23 @@ def test_result_page_shows_its_checkpointed_steps_read_only_and_escaped(admin_cl
     assert "checkpointed LLM and tool calls" in page and "lookup({})" in page and "b" * 64 in page
     assert PAYLOAD not in page and ESCAPED in page
     assert 'name="steps-0-kind"' not in page  # read-only: no form fields
+
+
+def test_view_only_staff_cannot_cancel_runs(django_user_model: Any) -> None:
+    """Cancelling needs the result model's *change* permission: viewing someone's run is not steering it."""
+    thread = Thread.objects.create(session_id="victim")
+    row = RobotResult.objects.create(thread=thread, sequence_number=1, robot_name="echo", status=Status.QUEUED,
+                                     input="hello")
+    staff = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(codename__in=["view_thread", "view_robotresult"]))
+    client = Client()
+    client.force_login(staff)
+    assert "cancel_runs" not in client.get("/admin/robotlab/robotresult/").content.decode()
+    client.post("/admin/robotlab/robotresult/", {"action": "cancel_runs", "_selected_action": [row.pk]})
+    assert RobotResult.objects.get(pk=row.pk).status == Status.QUEUED
+    staff.user_permissions.add(Permission.objects.get(codename="change_robotresult"))
+    assert "cancel_runs" in client.get("/admin/robotlab/robotresult/").content.decode()
+    response = client.post("/admin/robotlab/robotresult/", {"action": "cancel_runs", "_selected_action": [row.pk]},
+                           follow=True)
+    assert any("Cancelled 1 run(s)" in str(message) for message in response.context["messages"])
+    assert RobotResult.objects.get(pk=row.pk).status == Status.CANCELLED

@@ -4,23 +4,21 @@ image and file parts."""
 from __future__ import annotations
 
 import base64
-import io
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.test import Client
 
 from robotlab import Attachment, AttachmentError
 from robotlab.testing import FakeLLM
-from robotlab_django import executor, services
+from robotlab_django import services
 from robotlab_django.acp.wire import agent_manifest, input_content
 from robotlab_django.models import RobotResult
-from robotlab_django.records import AttachmentsTooLargeError, start_run
-from robotlab_django.runnables import RobotWork, prepare
-from robotlab_django.transcript import run_items
+from robotlab_django.runs import executor
+from robotlab_django.runs.records import AttachmentsTooLargeError, start_run
+from robotlab_django.runs.runnables import RobotWork, prepare
+from robotlab_django.runs.transcript import run_items
 
 pytestmark = pytest.mark.django_db
 
@@ -145,14 +143,6 @@ def test_bad_acp_parts_are_invalid_input_naming_the_part(part: dict[str, Any], s
     assert says in str(caught.value)
 
 
-@pytest.fixture
-def token(settings: Any) -> str:
-    settings.ROOT_URLCONF = "tests.robotlab_django.acp_urls"
-    get_user_model().objects.create_user("ada", password="pw")
-    out = io.StringIO()
-    call_command("robotlab_token", "ada", stdout=out)
-    return out.getvalue().strip().splitlines()[-1]
-
 
 def _post_run(token: str, parts: list[dict[str, Any]]) -> Any:
     return Client().post("/acp/runs", data={"agent_name": "echo", "mode": "sync", "input": [{"parts": parts}]},
@@ -181,4 +171,68 @@ def test_acp_refuses_too_large_and_bad_files(token: str, settings: Any) -> None:
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
     response = _post_run(token, [{"content": "Look"}, image])
     assert response.status_code == 413 and "DATA_UPLOAD_MAX_MEMORY_SIZE" in response.json()["message"]
+    assert not RobotResult.objects.exists()
+
+
+# -- how many files, and from where --------------------------------------------------------
+
+
+def test_too_many_attachments_write_nothing(settings: Any) -> None:
+    from robotlab_django.conf import app_settings
+    from robotlab_django.runs.records import TooManyAttachmentsError
+
+    assert app_settings.MAX_ATTACHMENTS == 20
+    image = Attachment(data=PNG, mime_type="image/png")
+    with pytest.raises(TooManyAttachmentsError, match=r"21 files; the limit is 20 \(ROBOTLAB\['MAX_ATTACHMENTS'\]\)"):
+        start_run("pics", "echo", "Look", attachments=[image] * 21)
+    with pytest.raises(TooManyAttachmentsError):  # counted before a single one is decoded
+        start_run("pics", "echo", "Look", attachments=[{"mime_type": "image/png", "data": "!"}] * 5_000)
+    with pytest.raises(TooManyAttachmentsError):  # and a generator once it is read
+        start_run("pics", "echo", "Look", attachments=(image for _ in range(21)))
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "MAX_ATTACHMENTS": 2}
+    with pytest.raises(TooManyAttachmentsError, match="limit is 2"):
+        start_run("pics", "echo", "Look", attachments=[image] * 3)
+    assert not RobotResult.objects.exists()
+    start_run("pics", "echo", "Look", attachments=[image] * 2)
+    assert RobotResult.objects.count() == 1
+
+
+def test_acp_refuses_too_many_files(token: str, settings: Any) -> None:
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "MAX_ATTACHMENTS": 2}
+    image = {"content_type": "image/png", "content": PNG_B64, "content_encoding": "base64"}
+    response = _post_run(token, [{"content": "Look"}, *[image] * 3])
+    assert response.status_code == 422, response.content
+    assert response.json()["code"] == "invalid_input" and "MAX_ATTACHMENTS" in response.json()["message"]
+    assert not RobotResult.objects.exists()
+
+
+PRIVATE_URLS = [
+    "http://169.254.169.254/latest/meta-data/iam.png", "http://127.0.0.1:8000/a.png", "http://localhost/a.png",
+    "http://10.1.2.3/a.png", "http://192.168.0.1/a.png", "http://172.16.0.1/a.png", "http://[::1]/a.png",
+    "http://[fe80::1]/a.png", "http://[::ffff:169.254.169.254]/a.png", "http://2130706433/a.png",
+    "http://0x7f.1/a.png", "http://0.0.0.0/a.png", "http://100.64.0.1/a.png", "http://user@127.0.0.1/a.png",
+    "http://240.0.0.1/a.png", "http://224.0.0.1/a.png", "http://[fc00::1]/a.png",
+]
+
+
+@pytest.mark.parametrize("url", PRIVATE_URLS)
+def test_image_urls_on_private_addresses_are_refused(url: str) -> None:
+    from robotlab_django.runs.records import PrivateAttachmentURLError
+
+    with pytest.raises(PrivateAttachmentURLError, match="not a public address") as caught:
+        start_run("pics", "echo", "Look", attachments=[url])
+    assert isinstance(caught.value, ValueError)
+    assert not RobotResult.objects.exists()
+
+
+def test_image_urls_on_public_addresses_pass() -> None:
+    row = start_run("pics", "echo", "Look", attachments=["https://93.184.215.14/cat.jpg", "http://[2606:4700::1]/a.png"])
+    assert [item["url"] for item in row.attachments] == ["https://93.184.215.14/cat.jpg", "http://[2606:4700::1]/a.png"]
+
+
+def test_acp_refuses_a_link_local_image_url(token: str) -> None:
+    response = _post_run(token, [{"content": "Look"}, {"content_type": "image/png",
+                                                       "content_url": "http://169.254.169.254/latest/x.png"}])
+    assert response.status_code == 422, response.content
+    assert response.json()["code"] == "invalid_input" and "169.254.169.254" in response.json()["message"]
     assert not RobotResult.objects.exists()

@@ -1,7 +1,8 @@
 """A run's attachments pass through the database to a real Celery worker process, which sends them to the model.
 
-The worker (see :mod:`tests.robotlab_django.test_worker`) talks to a :class:`robotlab.testing.FakeLLMServer` in this
-process (``ROBOTLAB_TEST_LLM``), so the test reads the request the worker sent.
+The worker (see :mod:`tests.robotlab_django.workers.test_warm_up`) talks to a
+:class:`robotlab.testing.FakeLLMServer` in this process (``ROBOTLAB_TEST_LLM``), so the test reads the request
+the worker sent.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from robotlab.testing.server import FakeLLMServer, reply
-from tests.robotlab_django.test_worker import ROOT, celery_worker, worker_env  # noqa: F401 (fixtures)
+from tests.robotlab_django.workers.test_warm_up import ROOT, celery_worker, worker_env  # noqa: F401 (fixtures)
 
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 CLIENT = """
@@ -24,7 +25,8 @@ django.setup()
 import tests.robotlab_django.celery_app
 from django.db import transaction
 from robotlab import Attachment
-from robotlab_django import executor, services, tasks
+from robotlab_django import services, tasks
+from robotlab_django.runs import executor
 
 with transaction.atomic():
     row = services.start_run("worker-pics", "echo", "What is this?",

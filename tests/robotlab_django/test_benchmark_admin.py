@@ -1,4 +1,5 @@
-"""benchmarks/admin.py, import_time.py and sse_parsing.py run standalone (timings are reported, not asserted)."""
+"""benchmarks/admin.py, admin_waterfall.py, import_time.py and sse_parsing.py run standalone (timings are reported,
+not asserted)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,18 @@ def test_the_admin_benchmark_fills_postgres_and_every_page_makes_few_queries() -
     rows = re.findall(r"^(\S.*?)\s+(\d+\.\d)\s+(\d+)\s+(\d+)$", process.stdout, re.M)
     assert len(rows) == 11 and all(0 < int(queries) <= 8 for _name, _ms, queries, _kb in rows), process.stdout
     assert re.search(r"^admin: runs=3000 slowest=\S+ \d+ ms max_queries=\d+$", process.stdout, re.M)
+
+
+def test_the_waterfall_benchmark_draws_every_span_with_few_queries() -> None:
+    process = subprocess.run([sys.executable, str(BENCHMARKS / "admin_waterfall.py"), "--repeat", "1", "--others",
+                              "2"], capture_output=True, text=True, timeout=600)
+    assert process.returncode == 0, process.stdout + process.stderr
+    rows = {name: int(queries) for name, queries in
+                re.findall(r"^(\S.*?)\s+\d+\.\d\s+(\d+)\s+\d+$", process.stdout, re.M)}
+    assert rows.keys() == {"turn page", "task page", "thread page", "waterfall alone"}, process.stdout
+    assert rows["waterfall alone"] == 2 and all(0 < queries <= 8 for queries in rows.values()), process.stdout
+    assert re.search(r"^admin_waterfall: spans=47 turn_page=\d+ ms queries=\d+ waterfall=\d+\.\d ms$", process.stdout,
+                     re.M), process.stdout
 
 
 def test_the_import_benchmark_prints_both_cases() -> None:

@@ -40,6 +40,9 @@ def test_e001_robotlab_must_be_a_dict(settings: Any) -> None:
     ("ROBOTS", {"x": 3}, "dotted paths"),
     ("THREAD_MODEL", None, "must not be None"),
     ("REQUEST_TIMEOUT", -5, "greater than 0"),
+    ("GROUP_PREFIX", "two words", "channels' rule"),
+    ("GROUP_PREFIX", "x" * 61, "1 to 60"),
+    ("MAX_ATTACHMENTS", 0, "greater than 0"),
 ])
 def test_e002_invalid_values(settings: Any, key: str, value: Any, fragment: str) -> None:
     settings.ROBOTLAB = {key: value}
@@ -158,3 +161,55 @@ def test_the_shipped_login_page_serves_the_auth_urls(settings: Any, client: Any,
     html = page.content.decode()
     assert 'id="rl-login"' in html and 'action="/accounts/login/"' in html and 'value="/chat/"' in html
     assert client.get("/chat/").url.startswith("/accounts/login/")
+
+
+@pytest.mark.parametrize(("model", "api_base", "expected"), [
+    ("Qwen/Qwen2.5-7B-Instruct", None, ["robotlab.W008"]),  # no endpoint: "LLM Provider NOT provided" at each run
+    ("Qwen/Qwen2.5-7B-Instruct", "http://127.0.0.1:8000/v1", []),  # the server's own id, sent to it as written
+    ("hosted_vllm/Qwen/Qwen2.5-7B-Instruct", "http://127.0.0.1:8000/v1", []),
+    ("anthropic/claude-sonnet-4-20250514", "http://127.0.0.1:8000/v1", ["robotlab.W008"]),  # Anthropic's API there
+    ("anthropic/claude-sonnet-4-20250514", None, []),
+    ("openai/gpt-4o-mini", None, []),
+])
+def test_w008_a_model_id_that_reaches_no_server(settings: Any, model: str, api_base: str | None,
+                                                expected: list[str]) -> None:
+    """Issue 26 (13): a local model's own id with no API_BASE failed at every run and ``check`` said nothing."""
+    settings.ROBOTLAB = {"DEFAULT_MODEL": model, **({"API_BASE": api_base} if api_base else {})}
+    messages = checks.check_model_endpoint()
+    assert _ids(messages) == expected
+    if expected and api_base is None:
+        assert "API_BASE" in messages[0].hint and "local-models" in messages[0].hint
+    if expected and api_base:
+        assert f"hosted_vllm/{model}" in messages[0].hint
+
+
+@pytest.mark.parametrize(("url", "transport", "warned"), [
+    ("redis://127.0.0.1:6379/0", None, True),
+    ("rediss://cache.example:6380/0", None, True),
+    ("redis://a:6379/0;redis://b:6379/0", "redis", True),
+    (["redis://127.0.0.1:6379/0"], None, True),
+    ("redis://127.0.0.1:6379/0", "robotlab_django.workers.redis_broker:Transport", False),
+    ("redis://127.0.0.1:6379/0", "robotlab_django.workers.redis_broker.Transport", False),
+    ("amqp://guest@localhost//", None, False),
+    ("memory://", None, False),
+    ("sentinel://127.0.0.1:26379", None, False),
+    (None, None, False),
+])
+def test_w009_a_redis_broker_on_kombus_own_transport(url: object, transport: object, warned: bool) -> None:
+    found = checks.broker_transport_warnings(url, transport)
+    assert [message.id for message in found] == (["robotlab.W009"] if warned else [])
+    assert not found or "robotlab_django.workers.redis_broker:Transport" in str(found[0].hint)
+
+
+def test_w009_is_quiet_for_the_tests_celery_app() -> None:
+    from tests.robotlab_django.celery_app import app
+
+    assert app.conf.broker_url.startswith("redis://")
+    assert checks.broker_transport_warnings(app.conf.broker_url, app.conf.broker_transport) == []
+    with app.connection_for_write() as connection:  # what the check reads is what the app connects with
+        assert type(connection.transport).__module__ == "robotlab_django.workers.redis_broker"
+
+
+def test_w009_only_with_the_celery_executor(settings: Any) -> None:
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "EXECUTOR": "thread"}
+    assert checks.check_broker_transport() == []

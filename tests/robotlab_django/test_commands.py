@@ -81,7 +81,7 @@ def test_install_twice_changes_nothing(project: Path) -> None:
 
 def test_install_replaces_the_empty_tests_module_of_startapp(project: Path) -> None:
     """Issue 17 (3): a tests/ package next to startapp's tests.py breaks ``manage.py test``."""
-    from robotlab_django.scaffolding import STARTAPP_TESTS
+    from robotlab_django.scaffolding.render import STARTAPP_TESTS
 
     app = _app()
     (project / app).mkdir()
@@ -103,7 +103,7 @@ def test_install_refuses_to_shadow_a_tests_module_with_tests(project: Path) -> N
 
 
 def test_the_test_extra_brings_what_the_generated_tests_need() -> None:
-    """Issue 17 (2): ``pip install "robotlab[django,test]"`` is enough to run ``pytest`` on the generated tests."""
+    """Issue 17 (2): ``pip install "robotlab-py[django,test]"`` is enough to run ``pytest`` on the generated tests."""
     import tomllib
 
     root = Path(__file__).resolve().parents[2]

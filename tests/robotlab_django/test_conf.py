@@ -10,6 +10,7 @@ from django.test import override_settings
 
 from robotlab_django.conf import SETTINGS, app_settings
 from robotlab_django.models import RobotResult, RunEvent, Thread
+from tests.robotlab_django.settings import TASK_QUEUE as RUN_QUEUE
 
 
 def test_every_key_has_a_default_and_documentation() -> None:
@@ -22,15 +23,19 @@ def test_every_key_has_a_default_and_documentation() -> None:
             assert {**dict.fromkeys(BUDGET_LIMITS), **BUDGET_DEFAULTS} == app_settings.BUDGETS
             continue
         assert getattr(app_settings, key) == (tuple(spec.default) if key == "ROBOT_MODULES" else spec.default) \
-            or key in {"EXECUTOR", "LLM"}  # the test settings set these two
+            or key in {"EXECUTOR", "LLM", "TASK_QUEUE", "TRACES"}  # the test settings set these four
+    with override_settings(ROBOTLAB={}):
+        assert app_settings.TASK_QUEUE == SETTINGS["TASK_QUEUE"].default == "default"
 
 
 def test_reads_are_fresh_under_override_settings() -> None:
-    assert app_settings.TASK_QUEUE == "default"
+    assert app_settings.TASK_QUEUE == RUN_QUEUE  # the test run's own queue (tests/robotlab_django/settings.py)
+    with override_settings(ROBOTLAB={}):
+        assert app_settings.TASK_QUEUE == "default"
     with override_settings(ROBOTLAB={"TASK_QUEUE": "ai", "DEFAULT_MODEL": "openai/gpt-4o-mini"}):
         assert app_settings.TASK_QUEUE == "ai"
         assert app_settings.DEFAULT_MODEL == "openai/gpt-4o-mini"
-    assert app_settings.TASK_QUEUE == "default"
+    assert app_settings.TASK_QUEUE == RUN_QUEUE
 
 
 def test_missing_or_invalid_robotlab_setting_reads_as_defaults(settings: Any) -> None:
@@ -74,3 +79,24 @@ def test_project_root_is_base_dir_else_the_working_directory(settings: Any, tmp_
 def test_unknown_key_lookup_is_a_key_error() -> None:
     with pytest.raises(KeyError):
         app_settings.get("NOPE")
+
+
+def _cost_map_setting_after_setup(**env: str) -> str:
+    """``LITELLM_LOCAL_MODEL_COST_MAP`` in a fresh process once ``django.setup()`` has run (``<unset>`` if not set)."""
+    import os
+    import subprocess
+    import sys
+
+    base = {key: value for key, value in os.environ.items() if key != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    code = ("import os, django; django.setup(); "
+            "print(os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP', '<unset>'))")
+    done = subprocess.run([sys.executable, "-c", code], env={
+        **base, "DJANGO_SETTINGS_MODULE": "tests.robotlab_django.settings", **env},
+        capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_the_app_keeps_litellm_from_fetching_its_price_map_unless_the_project_says() -> None:
+    # a worker child that imports litellm (a robot module, the first model call) must not wait on the network
+    assert _cost_map_setting_after_setup() == "True"
+    assert _cost_map_setting_after_setup(LITELLM_LOCAL_MODEL_COST_MAP="False") == "False"

@@ -31,9 +31,9 @@ def test_every_command_is_documented() -> None:
                                        / "commands").glob("[a-z]*.py")}
     text = ((DOCS / "scaffolding.md").read_text() + (DOCS / "models.md").read_text()
             + (DOCS.parent / "guides" / "mcp.md").read_text() + (DOCS / "security.md").read_text()
-            + (DOCS / "acp.md").read_text())
+            + (DOCS / "acp.md").read_text() + (DOCS / "versions-and-evals.md").read_text())
     assert commands == {"robotlab_install", "startrobot", "startrobotjob", "robotlab_prune",
                         "robotlab_requeue_stuck", "robotlab_mcp", "robotlab_erase", "robotlab_token",
-                        "robotlab_rollups"}
+                        "robotlab_rollups", "robotlab_eval"}
     for command in commands:
         assert command in text

@@ -5,10 +5,10 @@ import pickle
 import pytest
 
 import robotlab
-from robotlab_django.jobs import RobotNotSpecifiedError
-from robotlab_django.naming import InvalidNameError
 from robotlab_django.registry import RobotAlreadyRegistered, UnknownNetworkError, UnknownRobotError
-from robotlab_django.scaffolding import ScaffoldError
+from robotlab_django.runs.jobs import RobotNotSpecifiedError
+from robotlab_django.scaffolding.naming import InvalidNameError
+from robotlab_django.scaffolding.render import ScaffoldError
 from robotlab_django.services import NothingToRerunError, RunFailedError
 
 

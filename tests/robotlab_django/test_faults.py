@@ -25,8 +25,10 @@ from celery.signals import task_failure
 from django.utils import timezone
 
 from robotlab.testing import text
-from robotlab_django import runner, services, tasks
+from robotlab_django import services, tasks
 from robotlab_django.models import RobotResult, Status
+from robotlab_django.runs import runner
+from robotlab_django.runs.records import current_worker
 from tests.robotlab_django.faults import ANSWER_TOKENS, REDIS_URL, ROOT, database_env, reachable
 
 TOKENS = 60
@@ -63,11 +65,17 @@ def _clean_text() -> str:
 def test_only_a_retry_or_a_redelivery_past_the_lease_takes_over_a_running_run(scripted_llm: Any) -> None:
     llm = scripted_llm(text("again"), text("once more"))
     row = services.start_run("s-lost", "echo", "Hi")
-    RobotResult.objects.filter(pk=row.pk).update(status=Status.RUNNING, attempts=1, started_at=timezone.now())
+    host = current_worker()[0]  # claimed on this host by a live process (this test's parent)
+    RobotResult.objects.filter(pk=row.pk).update(status=Status.RUNNING, attempts=1, started_at=timezone.now(),
+                                                 worker=host, worker_pid=os.getppid())
     assert runner.deliver(row.pk)["skipped"] is True  # a duplicate while it may still be running
     assert runner.deliver(row.pk, redelivered=True)["skipped"] is True  # redelivered within the lease
     assert runner.deliver(row.pk, retried=True, redelivered=True)["skipped"] is True  # a retry's duplicate
+    assert runner.deliver(row.pk, retried=True)["skipped"] is True  # a retry's number proves nothing (issue 25)
     assert llm.requests == []
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    child.wait()  # the pool child that claimed the run died
+    RobotResult.objects.filter(pk=row.pk).update(worker_pid=child.pid)
     outcome = runner.deliver(row.pk, retried=True)  # the worker saw the child die and sent a retry
     assert (outcome["status"], outcome["attempts"], outcome["skipped"]) == ("completed", 2, False)
     assert runner.deliver(row.pk, retried=True)["skipped"] is True  # a finished run is never run again

@@ -1,5 +1,8 @@
 """A network turn across two real Celery worker processes (prefork, one child each) on Redis database 10.
 
+The workers consume this run's queue (``TASK_QUEUE``), and every key they make carries this run's prefix
+(tests/robotlab_django/settings.py), so another checkout's run on the same Redis never takes their jobs.
+
 The client (tests/robotlab_django/network_workers.py) runs in its own process with the fake OpenAI-compatible
 server the workers' robots call; every process shares one SQLite file. The ``fanout`` network is
 plan -> branch_1..branch_4 -> reduce; each branch makes a tool call, then answers.
@@ -18,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.robotlab_django.faults import Processes, free_port, reachable
+from tests.robotlab_django.settings import TASK_QUEUE
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/10"
@@ -27,29 +31,29 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[Processes, dict[str, str]]]:
-    """Two Celery workers (``w1``, ``w2``: prefork, one child each) on queue ``default``, and their environment."""
+    """Two Celery workers (``w1``, ``w2``: prefork, one child each) on this run's queue, and their environment."""
     if not reachable("127.0.0.1", 6379):
         pytest.skip("Redis at 127.0.0.1:6379 cannot be reached")
-    import redis
-
-    redis.Redis.from_url(REDIS_URL).flushdb()
     port = free_port()
     path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.robotlab_django.settings", "PYTHONPATH": path,
            "ROBOTLAB_TEST_DB": "sqlite", "ROBOTLAB_TEST_SQLITE_PATH": str(tmp_path / "db.sqlite3"),
            "ROBOTLAB_TEST_REDIS_URL": REDIS_URL, "ROBOTLAB_TEST_EXECUTOR": "celery",
            "ROBOTLAB_TEST_NETWORKS": json.dumps({"fanout": "tests.robotlab_django.fanout.fanout_network",
-                                                 "relay": "tests.robotlab_django.fanout.relay_network"}),
+                                                 "relay": "tests.robotlab_django.fanout.relay_network",
+                                                 "notesnet": "tests.robotlab_django.notes_network.notes_network"}),
            "ROBOTLAB_TEST_MEMORY_URL": REDIS_URL,
            "ROBOTLAB_TEST_LLM": "tests.robotlab_django.fanout.server_llm",
            "ROBOTLAB_TEST_LLM_PORT": str(port), "ROBOTLAB_TEST_LLM_BASE": f"http://127.0.0.1:{port}/v1",
-           "ROBOTLAB_TEST_NOTES": str(tmp_path / "notes.txt")}
+           "ROBOTLAB_TEST_NOTES": str(tmp_path / "notes.txt"),
+           # the spans of the runs kept (the app's own SDK tracer provider), written every 50 ms
+           "ROBOTLAB_TEST_TRACES": "1", "OTEL_BSP_SCHEDULE_DELAY": "50"}
     subprocess.run([sys.executable, "-m", "django", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True,
                    timeout=120)
     processes = Processes(tmp_path, env)
     for name in ("w1", "w2"):
         processes.start(name, [sys.executable, "-m", "celery", "-A", "tests.robotlab_django.celery_app", "worker",
-                               "--pool=prefork", "-c", "1", "-Q", "default", "-n", f"{name}@%h", "-l", "info",
+                               "--pool=prefork", "-c", "1", "-Q", TASK_QUEUE, "-n", f"{name}@%h", "-l", "info",
                                "--without-heartbeat", "--without-gossip", "--without-mingle"])
     try:
         yield processes, env
@@ -96,6 +100,16 @@ def test_the_branches_of_a_turn_run_on_both_workers_and_match_a_one_process_run(
     assert facts["unique_seq"]
     assert facts["kinds"][0] == "run.started" and facts["kinds"][-2:] == ["run.completed", "stream.ended"]
     assert all(kinds == ["step.started", "step.completed"] for kinds in facts["steps"].values())
+    # one trace from the client's request across both workers: each job a child of the job that queued it
+    trace = facts["trace"]
+    assert trace["trace_ids"] == [trace["client"][0]]
+    jobs = {name: runs[-1] for name, runs in trace["jobs"].items()}
+    assert all(len(runs) == 1 for runs in trace["jobs"].values())
+    assert jobs["turn"]["parent"] == trace["client"][1] and jobs["plan"]["parent"] == jobs["turn"]["span_id"]
+    assert {jobs[f"branch_{i}"]["parent"] for i in range(1, 5)} == {jobs["plan"]["span_id"]}
+    assert jobs["reduce"]["parent"] in {jobs[f"branch_{i}"]["span_id"] for i in range(1, 5)}
+    assert all(trace["agents"][name] == job["span_id"] for name, job in jobs.items() if name != "turn")
+    assert len({job["worker"] for job in jobs.values()}) == 2  # w1@... and w2@...
     # a redelivered message of a completed task does nothing
     assert facts["redelivered"]["skipped"] is True and facts["redelivered"]["status"] == "completed"
     assert facts["after_redelivery"] == facts["before_redelivery"]
@@ -115,6 +129,14 @@ def test_a_branch_whose_worker_is_killed_runs_again_alone_replaying_its_complete
     notes = (tmp_path / "notes.txt").read_text().splitlines()
     assert sorted(line.split(" ", 1)[1] for line in notes) == [f"branch_{i}" for i in range(1, 5)]  # tool ran once
     assert facts["kinds"].count("run.completed") == 1 and facts["kinds"][-1] == "stream.ended"
+    # the killed job's span stayed without an end; its retry, in the same trace, links to it
+    trace = facts["trace"]
+    assert trace["trace_ids"] == [trace["client"][0]]
+    killed, retry = trace["jobs"]["branch_2"]
+    assert (killed["ended"], retry["ended"]) == (False, True)
+    assert killed["pid"] == facts["killed"]["pid"] and retry["pid"] != killed["pid"]
+    assert retry["links"] == [killed["span_id"]] and retry["parent"] == killed["parent"]
+    assert trace["agents"]["branch_2"] == retry["span_id"]
 
 
 def test_a_task_waiting_on_the_turns_memory_wakes_when_a_task_on_the_other_worker_sets_the_key(
@@ -128,3 +150,29 @@ def test_a_task_waiting_on_the_turns_memory_wakes_when_a_task_on_the_other_worke
     latency = float(woke) - float(sent)
     print(f"cross-worker memory wake: {latency * 1000:.1f} ms")
     assert 0 <= latency < 0.1
+
+
+def test_a_task_robots_write_waits_for_approval_across_the_workers_and_runs_once(
+        cluster: tuple[Processes, dict[str, str]], tmp_path: Path) -> None:
+    """Issue 27: the clerk's write parks its turn (no worker waits); approve runs it once, deny writes nothing."""
+    facts = scenario("approval", cluster[1], tmp_path)
+    approved, denied = facts["approved"], facts["denied"]
+    for turn in (approved, denied):
+        assert turn["parked"] == "awaiting" and turn["parked_tasks"] == {"intake": "completed", "clerk": "awaiting"}
+        assert turn["question"]["type"] == "approval" and turn["question"]["tool"] == "update_note"
+        assert turn["question"]["details"]["changes"] == [
+            {"field": "status", "before": "open", "after": "done"},
+            {"field": "body", "before": "", "after": "done by the clerk"}]
+        assert turn["status"] == "completed", turn["error"]
+        assert turn["completed_events"] == 1
+        assert turn["tasks"] == {"intake": ["completed", 1], "clerk": ["completed", 1]}
+    assert approved["fields"] == ["done", "done by the clerk"]
+    assert approved["reply"].startswith("The clerk read: {") and '"status": "done"' in approved["reply"]
+    assert approved["effects"] == [["update_note", "completed", 1]]
+    assert denied["fields"] == ["open", ""]
+    assert denied["reply"] == "The clerk read: denied by alice"
+    assert denied["effects"] == [["update_note", "denied", 1]]
+    saved = [line.split(" ", 1)[1] for line in (tmp_path / "notes.txt").read_text().splitlines()]
+    assert saved == [f"saved {approved['note']} done"]  # one write, by a worker: the approved one
+    # each model call once: the parked call was replayed from its checkpoint, not sent again
+    assert dict(facts["requests"]) == {"intake:user": 2, "clerk:user": 2, "clerk:tool": 2}

@@ -5,7 +5,7 @@ The worker (``celery -A tests.robotlab_django.fork_celery worker --pool=prefork`
 ``mcp-server-time`` session are live there), then forks its pool; a client sends a run of the same
 robot, which a pool child executes.
 
-Without the at-fork reset of ``robotlab._runtime`` the child's run hangs: the loop it inherited
+Without the at-fork reset of ``robotlab.runtime`` the child's run hangs: the loop it inherited
 has no thread, and the client's wait for the task times out (checked: 90 s, then
 ``celery.exceptions.TimeoutError``). Without the reset of ``robotlab.mcp.connections`` alone, the
 child waits on the parent's session until the server's 60 s timeout and the robot runs without
@@ -36,7 +36,8 @@ import json, django
 django.setup()
 import tests.robotlab_django.fork_celery
 from django.db import transaction
-from robotlab_django import executor, services, tasks
+from robotlab_django import services, tasks
+from robotlab_django.runs import executor
 
 with transaction.atomic():
     row = services.start_run(services.get_thread("prefork-mcp"), "clock", "What time is it?")

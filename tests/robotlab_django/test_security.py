@@ -6,6 +6,7 @@ import json
 import time
 import types
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import litellm
@@ -19,16 +20,17 @@ from django.contrib.sessions.models import Session
 from django.db import connections
 from django.test import Client
 from django.urls import include, path, reverse
+from django.utils import timezone
 
 from robotlab.streaming import Event
-from robotlab.testing import raise_
+from robotlab.testing import raise_, text
 from robotlab_django import services
 from robotlab_django.asgi import get_robotlab_asgi_application
-from robotlab_django.broadcast import get_layer, message, publish
-from robotlab_django.consumers import CLOSE_FORBIDDEN, ThreadConsumer
-from robotlab_django.event_stream import persist_events
+from robotlab_django.chat.consumers import CLOSE_FORBIDDEN, ThreadConsumer
 from robotlab_django.models import RobotResult, Status, Thread
-from robotlab_django.user_errors import PROVIDER_MESSAGES, public_error, public_events
+from robotlab_django.runs.user_errors import PROVIDER_MESSAGES, public_error, public_events
+from robotlab_django.streaming.broadcast import get_layer, message, publish
+from robotlab_django.streaming.event_stream import persist_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
 APP = get_robotlab_asgi_application()
@@ -112,6 +114,57 @@ async def test_a_deactivated_user_queues_no_run_even_without_the_signal(close_co
     assert await _closed_with(socket) == CLOSE_FORBIDDEN
     assert await RobotResult.objects.filter(thread=thread).acount() == 0
 
+
+
+async def _change_password(user: Any) -> None:
+    user.set_password("a new one")  # the session's hash no longer matches; no signal closes the socket
+    await user.asave()
+
+
+async def _expire_session(user: Any) -> None:
+    await Session.objects.aupdate(expire_date=timezone.now() - timedelta(seconds=1))
+
+
+async def _deactivate_silently(user: Any) -> None:
+    await get_user_model().objects.filter(pk=user.pk).aupdate(is_active=False)  # no post_save
+
+
+@pytest.mark.parametrize("revoke", [_change_password, _expire_session, _deactivate_silently])
+@pytest.mark.parametrize("frame", [{"type": "answer", "text": "pro"}, {"type": "cancel"}])
+async def test_answer_and_cancel_frames_check_the_session_as_it_is_now(
+        close_connections: None, scripted_llm: Any, frame: dict[str, Any], revoke: Any) -> None:
+    llm = scripted_llm(text("Pro it is."))
+    user, _client, thread, socket = await _owner()
+    row = await RobotResult.objects.acreate(thread=thread, sequence_number=1, robot_name="echo", input="Which plan?",
+                                            status=Status.AWAITING, question={"question": "Which plan?"})
+    await revoke(user)
+    await socket.send_json_to({**frame, "result_id": row.pk})
+    assert await _closed_with(socket) == CLOSE_FORBIDDEN
+    await row.arefresh_from_db()
+    assert (row.status, row.answers, llm.requests) == (Status.AWAITING, [], [])  # not resumed, not billed
+
+
+async def test_answer_and_cancel_frames_act_while_the_session_holds(close_connections: None, scripted_llm: Any) -> None:
+    llm = scripted_llm(text("Pro it is."))
+    _user, _client, thread, socket = await _owner()
+    parked = [await RobotResult.objects.acreate(thread=thread, sequence_number=number, robot_name="echo",
+                                                input="Which plan?", status=Status.AWAITING,
+                                                question={"question": "Which plan?"}) for number in (1, 2)]
+    await socket.send_json_to({"type": "cancel", "result_id": parked[0].pk})
+    assert await _frame_of(socket, "cancelled") == {"type": "cancelled", "result_id": parked[0].pk,
+                                                    "status": "cancelled"}
+    await socket.send_json_to({"type": "answer", "result_id": parked[1].pk, "text": "pro"})
+    assert (await _frame_of(socket, "answered"))["result_id"] == parked[1].pk
+    assert len(llm.requests) == 1
+    await socket.disconnect()
+
+
+async def _frame_of(socket: WebsocketCommunicator, kind: str) -> dict[str, Any]:
+    """The next frame of type ``kind`` (skipping event batches)."""
+    while True:
+        frame = await socket.receive_json_from(timeout=5)
+        if frame["type"] == kind:
+            return dict(frame)
 
 async def test_live_events_stop_once_the_session_is_gone(close_connections: None,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,10 +11,11 @@ from django.db.models.signals import pre_save
 
 import robotlab
 from robotlab.testing import FakeLLM, raise_, text, tool_call
-from robotlab_django import executor, services
+from robotlab_django import services
 from robotlab_django.models import RobotResult, Status, Thread
-from robotlab_django.records import append_results
 from robotlab_django.registry import UnknownRobotError
+from robotlab_django.runs import executor
+from robotlab_django.runs.records import append_results
 
 pytestmark = pytest.mark.django_db
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -9,13 +14,15 @@ from typing import Any
 import pytest
 from celery import current_app
 from django.core.management import call_command
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError, connections, transaction
 from django.utils import timezone
 
 from robotlab.errors import ConfigurationError
-from robotlab.testing import raise_, text
-from robotlab_django import claims, executor, services, tasks
+from robotlab.testing import FunctionLLM, raise_, text
+from robotlab_django import services, tasks
 from robotlab_django.models import RobotResult, RunEvent, Status
+from robotlab_django.runs import claims, executor, runner
+from robotlab_django.runs.records import current_worker
 
 pytestmark = pytest.mark.django_db
 
@@ -47,6 +54,18 @@ def test_the_task_runs_a_queued_run(scripted_llm: Any) -> None:
     assert outcome == {"result_id": row.pk, "run_id": row.run_id, "status": "completed", "attempts": 1,
                        "skipped": False}
     assert (row.status, row.reply) == (Status.COMPLETED, "Hello from the task.")
+
+
+def test_a_plain_run_records_the_worker_and_pid_that_ran_it(scripted_llm: Any, eager: None) -> None:
+    """Issue 26 (16): ``worker`` and ``worker_pid`` were set for distributed network jobs only."""
+    scripted_llm(text("Hello."), text("Again."))
+    queued = services.start_run("s1", "echo", "Hi")
+    tasks.run_robot.apply(args=(queued.pk,))  # Celery's in-process request: this host, this process
+    queued.refresh_from_db()
+    assert (queued.status, queued.worker, queued.worker_pid) == (Status.COMPLETED, socket.gethostname(), os.getpid())
+    direct = services.run_robot("s1", "echo", "Again")  # no job at all: run here, now
+    direct.refresh_from_db()
+    assert (direct.worker, direct.worker_pid) == (socket.gethostname(), os.getpid())
 
 
 def test_a_redelivered_run_never_runs_twice(scripted_llm: Any) -> None:
@@ -117,7 +136,8 @@ def test_a_rolled_back_transaction_sends_nothing(scripted_llm: Any, settings: An
 
 
 def _stuck(status: str, attempts: int, minutes: int = 60) -> RobotResult:
-    row = services.start_run("s-stuck", "echo", "Hi")
+    # a thread each: a reply queued behind a live one of its thread is held (robotlab_django.runs.thread_queue)
+    row = services.start_run(f"s-stuck-{status}-{attempts}-{minutes}", "echo", "Hi")
     long_ago = timezone.now() - timedelta(minutes=minutes)
     RobotResult.objects.filter(pk=row.pk).update(status=status, attempts=attempts, started_at=long_ago,
                                                  updated_at=long_ago)
@@ -169,3 +189,67 @@ def test_the_requeue_command_refuses_a_bad_lease() -> None:
 
     with pytest.raises(CommandError, match="--lease must be greater than 0."):
         call_command("robotlab_requeue_stuck", "--lease", "0")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_duplicated_retry_message_never_runs_a_live_run_twice(settings: Any) -> None:
+    """Issue 25 item 8: a retry's number does not prove that the execution it retries is over.
+
+    A copy of a retry message (``retries`` 1, not ``redelivered``) arrives while the first copy's execution
+    is live: it does nothing, and the run calls the model once and starts once.
+    """
+    in_call, release = threading.Event(), threading.Event()
+
+    def model(request: Any) -> Any:
+        in_call.set()
+        assert release.wait(timeout=30), "the test never released the model call"
+        return text("once")
+
+    llm = FunctionLLM(model)
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "LLM": lambda: llm}
+    row = services.start_run("s-dup", "echo", "Hi")
+    outcomes: list[Any] = []
+
+    def first() -> None:
+        try:
+            outcomes.append(tasks.run_robot.apply(args=(row.pk,), retries=1).result)
+        finally:
+            connections.close_all()
+
+    live = threading.Thread(target=first)
+    live.start()
+    try:
+        assert in_call.wait(timeout=30), "the first execution never called the model"
+        duplicate = tasks.run_robot.apply(args=(row.pk,), retries=1).result
+    finally:
+        release.set()
+        live.join(timeout=30)
+    assert not live.is_alive()
+    row.refresh_from_db()
+    assert duplicate["skipped"] is True and duplicate["status"] == "running"
+    assert outcomes[0]["status"] == "completed" and outcomes[0]["skipped"] is False
+    assert (row.status, row.reply, row.attempts) == (Status.COMPLETED, "once", 1)
+    assert len(llm.requests) == 1
+    kinds = list(RunEvent.objects.filter(result=row).values_list("kind", flat=True))
+    assert kinds.count("run.started") == 1 and kinds.count("run.completed") == 1
+
+
+def test_a_retry_takes_over_a_run_only_when_its_claim_is_over(scripted_llm: Any) -> None:
+    """A retry runs a ``running`` run again only when its claimant is gone, or its lease ran out."""
+    llm = scripted_llm(text("again"))
+    row = services.start_run("s-claim", "echo", "Hi")
+    host, _pid = current_worker()
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+    alive = os.getppid()
+    RobotResult.objects.filter(pk=row.pk).update(status=Status.RUNNING, attempts=1, started_at=timezone.now(),
+                                                 worker="celery@elsewhere", worker_pid=gone.pid)
+    assert runner.deliver(row.pk, retried=True)["skipped"] is True  # another host: it may still run there
+    RobotResult.objects.filter(pk=row.pk).update(worker=host, worker_pid=alive)
+    assert runner.deliver(row.pk, retried=True)["skipped"] is True  # a live process of this host runs it
+    assert not claims.release_ended(row.pk, host) and llm.requests == []
+    RobotResult.objects.filter(pk=row.pk).update(worker_pid=gone.pid)  # the pool child that claimed it died
+    assert claims.release_ended(row.pk, host)
+    assert RobotResult.objects.get(pk=row.pk).status == Status.RETRYING
+    outcome = runner.deliver(row.pk, retried=True)
+    assert (outcome["status"], outcome["attempts"], outcome["skipped"]) == ("completed", 2, False)

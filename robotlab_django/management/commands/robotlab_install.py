@@ -2,17 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, Unpack
 
 from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...conf import app_settings
-from ...scaffolding import AppTarget, PlannedFile, ScaffoldError, describe, has_pytest_config, render, resolve_app
-from ...scaffolding import write_files as write
+from robotlab_django.conf import app_settings
+from robotlab_django.scaffolding.render import (
+    AppTarget,
+    PlannedFile,
+    ScaffoldError,
+    describe,
+    has_pytest_config,
+    render,
+    resolve_app,
+)
+from robotlab_django.scaffolding.render import write_files as write
 
 #: The app created when ``--app`` is not given.
 DEFAULT_APP = "ai"
+
+
+class Options(TypedDict):
+    """The options :meth:`Command.handle` reads, as its parser makes them."""
+
+    app: str
+    models: bool
+    skip_job: bool
+    force: bool
+    dry_run: bool
 
 
 class Command(BaseCommand):
@@ -32,7 +50,7 @@ class Command(BaseCommand):
         parser.add_argument("--force", action="store_true", help="Overwrite files that exist with other content.")
         parser.add_argument("--dry-run", action="store_true", help="List the files without writing them.")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: str, **options: Unpack[Options]) -> None:
         """Plan the files, write them (all or nothing) and print the next steps."""
         root = app_settings.project_root
         try:
@@ -59,7 +77,7 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS("RobotLab installed successfully!"))
         self.stdout.write(self._next_steps(app, options))
 
-    def _files(self, app: AppTarget, options: dict[str, Any]) -> list[PlannedFile]:
+    def _files(self, app: AppTarget, options: Options) -> list[PlannedFile]:
         context = {"app": app, "config_class": "".join(part.capitalize() for part in app.label.split("_")) + "Config"}
         base = app.path
         files = []
@@ -83,7 +101,7 @@ class Command(BaseCommand):
                       PlannedFile(base / "admin.py", render("admin.py", context))]
         return files
 
-    def _next_steps(self, app: AppTarget, options: dict[str, Any]) -> str:
+    def _next_steps(self, app: AppTarget, options: Options) -> str:
         missing = [name for name in ("robotlab_django", app.name) if not apps.is_installed(name)]
         lines = ["", "Settings (settings.py):"]
         if missing:
@@ -95,7 +113,8 @@ class Command(BaseCommand):
             lines += [f'        "THREAD_MODEL": "{app.label}.Thread",',
                       f'        "RESULT_MODEL": "{app.label}.RobotResult",',
                       f'        "EVENT_MODEL": "{app.label}.RunEvent",',
-                      f'        "STEP_MODEL": "{app.label}.RunStep",']
+                      f'        "STEP_MODEL": "{app.label}.RunStep",',
+                      f'        "SPAN_MODEL": "{app.label}.RunSpan",']
         lines += ["    }", "", "Next steps:"]
         steps = []
         if missing:
@@ -108,7 +127,7 @@ class Command(BaseCommand):
             "(OPENAI_API_KEY, ANTHROPIC_API_KEY, ...) in the environment",
             f"Generate your first robot: python manage.py startrobot MyRobot --app {app.label}",
             f"Run its tests: python manage.py test {app.name} (or pytest {app.name.replace('.', '/')}, after "
-            "pip install \"robotlab[django,test]\")",
+            "pip install \"robotlab-py[django,test]\")",
         ]
         if not options["skip_job"]:
             steps.append(f"Run robots as jobs via robot_run_job ({app.name.replace('.', '/')}/jobs/robot_run_job.py)")

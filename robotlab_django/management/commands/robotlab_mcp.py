@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import sys
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...registry import UnknownRobotError, registry
+from robotlab_django.registry import UnknownRobotError, registry
 
 
 def robot_factories(names: list[str]) -> list[Any]:
@@ -25,7 +25,7 @@ def robot_factories(names: list[str]) -> list[Any]:
     Raises:
         CommandError: a name that is not registered, or no robots at all.
     """
-    from ... import services
+    from robotlab_django import services
 
     chosen = names or registry.names()
     if not chosen:
@@ -49,6 +49,19 @@ def robot_factories(names: list[str]) -> list[Any]:
     return factories
 
 
+class Options(TypedDict):
+    """The options :meth:`Command.handle` reads, as its parser makes them."""
+
+    robots: list[str]
+    transport: str
+    host: str
+    port: int
+    path: str
+    name: str
+    prompts: bool
+    list: bool
+
+
 class Command(BaseCommand):
     """Serve registered robots over MCP (stdio or streamable HTTP)."""
 
@@ -67,7 +80,7 @@ class Command(BaseCommand):
             "--list", action="store_true", help="Print the robots that would be served and exit."
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: str, **options: Unpack[Options]) -> None:
         """Serve until interrupted (stdio stays silent on stdout: it carries the protocol)."""
         from robotlab.mcp import create_server, serve
 

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, Unpack
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...conf import app_settings
-from ...retention import parse_age, prune_threads
+from robotlab_django.conf import app_settings
+from robotlab_django.privacy.retention import parse_age, prune_threads
+
+
+class Options(TypedDict):
+    """The options :meth:`Command.handle` reads, as its parser makes them."""
+
+    older_than: str | None
+    dry_run: bool
+    batch_size: int
 
 
 class Command(BaseCommand):
@@ -22,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="Count what would be deleted; delete nothing.")
         parser.add_argument("--batch-size", type=int, default=500, help="Threads deleted per transaction.")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: str, **options: Unpack[Options]) -> None:
         """Parse the age, prune, and report the counts."""
         age_text = options["older_than"]
         if age_text is None:

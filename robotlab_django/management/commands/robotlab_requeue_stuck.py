@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict, Unpack
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...executor import requeue_stuck
-from ...run_control import expire_parked
+from robotlab_django.runs.control import expire_parked
+from robotlab_django.runs.executor import requeue_stuck
+
+
+class Options(TypedDict):
+    """The options :meth:`Command.handle` reads, as its parser makes them."""
+
+    lease: float | None
+    dry_run: bool
 
 
 class Command(BaseCommand):
@@ -23,7 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--lease", type=float, help="Seconds after which a run counts as stuck.")
         parser.add_argument("--dry-run", action="store_true", help="List what would happen; change nothing.")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: str, **options: Unpack[Options]) -> None:
         """Find the stuck runs, re-queue or fail them, and report."""
         lease = options["lease"]
         if lease is not None and lease <= 0:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import TypedDict, Unpack
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ...rollups import rebuild
+from robotlab_django.accounting.rollups import rebuild
+
+
+class Options(TypedDict):
+    """The options :meth:`Command.handle` reads, as its parser makes them."""
+
+    since: str | None
 
 
 class Command(BaseCommand):
@@ -20,7 +26,7 @@ class Command(BaseCommand):
         """The command's options."""
         parser.add_argument("--since", help="The first day to recompute, as YYYY-MM-DD (default: every day).")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: str, **options: Unpack[Options]) -> None:
         """Rebuild, and say how many rollup rows were written."""
         since = None
         if options["since"]:

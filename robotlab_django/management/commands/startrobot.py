@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, Unpack
 
 import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ... import naming
-from ...conf import app_settings
-from ...registry import UnknownRobotError, registry
-from ...scaffolding import (
+from robotlab_django.conf import app_settings
+from robotlab_django.registry import UnknownRobotError, registry
+from robotlab_django.scaffolding import naming
+from robotlab_django.scaffolding.render import (
     AppTarget,
     PlannedFile,
     ScaffoldError,
@@ -45,6 +45,19 @@ def choose_app(name: str | None, root: Path) -> AppTarget:
     raise CommandError(f"Several apps have a robots package ({labels}); choose one with --app.")
 
 
+class Options(TypedDict):
+    """The options :meth:`Command.handle` reads, as its parser makes them."""
+
+    name: str
+    app: str | None
+    description: str | None
+    routing: bool
+    tools: list[str]
+    template: bool
+    force: bool
+    dry_run: bool
+
+
 class Command(BaseCommand):
     """Write ``<app>/robots/<name>_robot.py`` and ``<app>/tests/robots/test_<name>_robot.py``."""
 
@@ -68,7 +81,7 @@ class Command(BaseCommand):
         parser.add_argument("--force", action="store_true", help="Overwrite files that exist with other content.")
         parser.add_argument("--dry-run", action="store_true", help="List the files without writing them.")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: str, **options: Unpack[Options]) -> None:
         """Validate the names, plan the files and write them (all or nothing)."""
         try:
             robot = naming.robot_name(options["name"])

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TypedDict, Unpack
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ... import naming
-from ...conf import app_settings
-from ...scaffolding import PlannedFile, ScaffoldError, describe, py_literal, render, write_files
-from .startrobot import choose_app
+from robotlab_django.conf import app_settings
+from robotlab_django.management.commands.startrobot import choose_app
+from robotlab_django.scaffolding import naming
+from robotlab_django.scaffolding.render import PlannedFile, ScaffoldError, describe, py_literal, render, write_files
 
 _QUEUE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+class Options(TypedDict):
+    """The options :meth:`Command.handle` reads, as its parser makes them."""
+
+    name: str
+    app: str | None
+    queue: str
+    force: bool
+    dry_run: bool
 
 
 class Command(BaseCommand):
@@ -31,7 +41,7 @@ class Command(BaseCommand):
                             help="Overwrite files that differ, and write the job even if the robot module is missing.")
         parser.add_argument("--dry-run", action="store_true", help="List the files without writing them.")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args: str, **options: Unpack[Options]) -> None:
         """Validate, plan and write (all or nothing)."""
         try:
             robot = naming.robot_name(options["name"])

@@ -14,7 +14,7 @@ from robotlab.errors import ConfigurationError
 from robotlab.llm import AutoLLM, LLMClient, LLMRequest, load_litellm
 from robotlab.llm.direct import OpenAICompatibleLLM
 from robotlab.llm.quirks import quirks_for
-from robotlab.llm.transport import PROVIDERS, choose_transport, litellm_customised, resolve_endpoint
+from robotlab.llm.transport import PROVIDERS, Endpoint, choose_transport, litellm_customised, resolve_endpoint
 from robotlab.robot import build
 from robotlab.testing import allow_real_requests
 from robotlab.testing.server import FakeLLMServer, reply
@@ -181,3 +181,34 @@ def test_a_local_server_needs_no_key(server: FakeLLMServer) -> None:
     request = LLMRequest(model="openai/local", messages=[{"role": "user", "content": "hi"}])
     answer = asyncio.run(AutoLLM(transport="direct", api_base=server.base_url).complete(request))
     assert answer.content == "local"
+
+
+@pytest.mark.parametrize("transport", ["auto", "direct", "litellm"])
+def test_a_local_servers_own_model_id_goes_to_api_base_as_it_is(server: FakeLLMServer, transport: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 26 (13): vLLM lists ``Qwen/Qwen2.5-7B-Instruct``; with api_base it failed with litellm's
+    "LLM Provider NOT provided". An id whose prefix is no litellm provider is the server's own: OpenAI-compatible
+    at api_base, sent as written, and no provider's key goes with it."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-a-local-server")
+    server.script(reply("local"))
+    request = LLMRequest(model="Qwen/Qwen2.5-7B-Instruct", messages=[{"role": "user", "content": "hi"}])
+    answer = asyncio.run(AutoLLM(transport=transport, api_base=server.base_url).complete(request))
+    assert answer.content == "local"
+    assert server.requests[0]["model"] == "Qwen/Qwen2.5-7B-Instruct"
+    assert answer.transport == ("litellm" if transport == "litellm" else "direct")
+
+
+def test_a_provider_prefix_keeps_its_provider_under_api_base() -> None:
+    assert resolve_endpoint("Qwen/Qwen2.5-7B-Instruct", "http://vllm:8000/v1") == Endpoint(
+        "hosted_vllm", "Qwen/Qwen2.5-7B-Instruct", "http://vllm:8000/v1", None)
+    assert resolve_endpoint("Qwen/Qwen2.5-7B-Instruct") is None  # no endpoint: litellm says what is missing
+    assert resolve_endpoint("anthropic/claude-sonnet-4-20250514", "http://proxy/v1") is None  # litellm translates
+    assert choose_transport("meta-llama/Llama-3.1-8B-Instruct", "auto", "http://vllm:8000/v1") == "direct"
+
+
+def test_an_unplaced_bare_id_at_api_base_is_the_servers_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-a-local-server")
+    assert resolve_endpoint("llama3.2", "http://127.0.0.1:11434/v1") == Endpoint(
+        "hosted_vllm", "llama3.2", "http://127.0.0.1:11434/v1", None)  # Ollama's id: no OpenAI key goes there
+    endpoint = resolve_endpoint("gpt-4o", "http://proxy/v1")  # OpenAI's own name through a proxy keeps OpenAI's key
+    assert endpoint is not None and (endpoint.provider, endpoint.api_key) == ("openai", "sk-not-for-a-local-server")

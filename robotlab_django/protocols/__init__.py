@@ -1,0 +1,1 @@
+"""What the protocol servers (ACP, A2A, AG-UI) share: API tokens, request bodies, the run service."""

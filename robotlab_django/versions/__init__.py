@@ -1,0 +1,1 @@
+"""Robots as versioned data: versions of a robot's prompt and settings, labels, rollouts, and applying them."""

@@ -1,0 +1,57 @@
+"""robotlab.llm.warmup in fresh processes: what a first call loads, loaded ahead, and no request sent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from robotlab.testing.server import FakeLLMServer
+
+CODE = """
+import json, sys
+from robotlab.runtime import get_loop
+from robotlab.llm import AutoLLM, price_table, quirks, warmup
+
+llm = AutoLLM(api_base={base!r}, api_key="sk-fake")
+before = warmup.preload([("openai/gpt-4o-mini", llm)], quirks={quirks})
+imported = "litellm" in sys.modules
+pools = warmup.open_pools([("openai/gpt-4o-mini", llm)])
+route, client = llm.route("openai/gpt-4o-mini")
+print(json.dumps({{"notes": before, "pools": pools, "litellm": imported, "table": price_table._table is not None,
+                  "pool": client._clients.get(get_loop()) is not None,
+                  "quirks": ("openai", "gpt-4o-mini") in quirks._cache, "run": "robotlab.robot.run" in sys.modules}}))
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as running:
+        yield running
+
+
+def fresh(server: FakeLLMServer, quirks: bool) -> Any:
+    done = subprocess.run([sys.executable, "-c", CODE.format(base=server.base_url, quirks=quirks)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_direct_model_is_warmed_without_litellm(server: FakeLLMServer) -> None:
+    done = fresh(server, quirks=False)
+    assert done["notes"] == ["openai/gpt-4o-mini: direct", "price table read"]
+    assert done["litellm"] is False and done["table"] is True and done["run"] is True
+    assert done["pools"] == [server.base_url] and done["pool"] is True
+    assert done["quirks"] is False
+    assert server.requests == []
+
+
+def test_requests_with_parameters_learn_their_mapping_ahead(server: FakeLLMServer) -> None:
+    done = fresh(server, quirks=True)
+    assert "parameter quirks learned" in done["notes"] and done["quirks"] is True
+    assert done["litellm"] is True  # the mapping is litellm's
+    assert server.requests == []
