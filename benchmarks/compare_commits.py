@@ -9,7 +9,12 @@ no tools and with one tool round at 0 ms and 20 ms latency, and a 1,000-token st
 callback. The two alternate ``--rounds`` times, so both see the same machine; it prints the median of each
 figure for both and their ratio (head / base; below 1 is faster).
 
+With ``--b2 N`` it runs B2 instead (each checkout's own ``benchmarks/streaming.py --json`` with ``N`` clients of
+``--tokens`` tokens at 100 tokens/s: a Celery worker, Redis, daphne, websocket clients), alternating the same way,
+and prints the medians of its latencies.
+
     .venv/bin/python benchmarks/compare_commits.py [--base 8c6dea9] [--rounds 3] [--runs 100]
+    .venv/bin/python benchmarks/compare_commits.py --base 6fc4fe6 --b2 10 --tokens 1000 --rounds 3
 """
 
 from __future__ import annotations
@@ -89,28 +94,51 @@ def _run(checkout: Path, url: str, runs: int) -> dict[str, float]:
     return figures
 
 
+def _run_b2(checkout: Path, clients: int, tokens: int) -> dict[str, float]:
+    """B2's latencies under ``checkout``'s code and its own benchmark script."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run([sys.executable, "benchmarks/streaming.py", "--clients", str(clients), "--tokens",
+                           str(tokens), "--json"], cwd=checkout, env=env, check=True, capture_output=True, text=True)
+    result = json.loads(done.stdout[done.stdout.index("{"):])["results"][0]
+    emit, age = result["emit_latency_ms"], result["token_age_ms"]
+    return {"emit->receive p50 (ms)": emit["p50"], "emit->receive p99 (ms)": emit["p99"],
+            "emit->receive max (ms)": emit["max"], "token age p50 (ms)": age["p50"],
+            "token age p99 (ms)": age["p99"], "tokens per frame": result["tokens_per_frame"],
+            "delivered live": result["delivered_live"]}
+
+
 def main() -> None:
     """Run the driver under both checkouts alternately and print the medians side by side."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", default="8c6dea9", help="the commit before the restructuring")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--b2", type=int, default=0, metavar="N", help="run B2 with N clients instead")
+    parser.add_argument("--tokens", type=int, default=1000, help="B2's tokens per run")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="robotlab-base-"))
     subprocess.run(["git", "worktree", "add", "--detach", "-q", str(base), args.base], cwd=ROOT, check=True)
     runs: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
     try:
-        with FakeLLMServerProcess(responder=respond) as server:
-            url = server.base_url
+        if args.b2:
             for index in range(args.rounds):
                 order = [("base", base), ("head", ROOT)] if index % 2 == 0 else [("head", ROOT), ("base", base)]
                 for name, checkout in order:
-                    runs[name].append(_run(checkout, url, args.runs))
+                    runs[name].append(_run_b2(checkout, args.b2, args.tokens))
+        else:
+            with FakeLLMServerProcess(responder=respond) as server:
+                url = server.base_url
+                for index in range(args.rounds):
+                    order = [("base", base), ("head", ROOT)] if index % 2 == 0 else [("head", ROOT), ("base", base)]
+                    for name, checkout in order:
+                        runs[name].append(_run(checkout, url, args.runs))
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, check=False)
     load = os.getloadavg()
-    print(f"B1 and streaming cost, base {args.base} vs this tree, one fake server process: medians of "
-          f"{args.rounds} alternating rounds of {args.runs} runs (load {load[0]:.2f} {load[1]:.2f})")
+    what = (f"B2 with {args.b2} clients of {args.tokens} tokens" if args.b2
+            else f"B1 and streaming cost, one fake server process, {args.runs} runs a round")
+    print(f"{what}, base {args.base} vs this tree: medians of {args.rounds} alternating rounds "
+          f"(load {load[0]:.2f} {load[1]:.2f})")
     print(f"{'figure':40} {'base':>10} {'head':>10} {'head/base':>10}")
     for figure in runs["base"][0]:
         old = statistics.median(r[figure] for r in runs["base"])

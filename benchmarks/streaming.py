@@ -106,6 +106,19 @@ def _wait_for_port(port: int, timeout: float) -> None:
     raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
 
 
+def _wait_for_workers(names: list[str], queue: str, timeout: float) -> None:
+    """Wait until every worker in ``names`` (started by :func:`_start_processes`) answers a ping."""
+    from tests.robotlab_django.celery_app import app
+
+    wanted = {f"{name}-{queue}@{socket.gethostname()}" for name in names}
+    deadline, answered = time.monotonic() + timeout, set()
+    while time.monotonic() < deadline:
+        answered |= {name for reply in app.control.ping(timeout=0.5) for name in reply}
+        if wanted <= answered:
+            return
+    raise RuntimeError(f"workers not answering after {timeout} s: {sorted(wanted - answered)}")
+
+
 def redis_missing() -> str | None:
     """Why Redis at 127.0.0.1:6379 cannot be used, or ``None`` when it answers."""
     try:
@@ -230,7 +243,7 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 
 def _start_processes(layer: str, clients: int, queue: str, port: int, workdir: Path,
-                     pool: str = "threads") -> dict[str, Any]:
+                     pool: str = "threads", workers: int = 1) -> dict[str, Any]:
     # this run's own channel names, for every process it starts (reconnect.py's extra daphnes too)
     os.environ["BENCH_CHANNEL_PREFIX"] = f"asgi-{queue}"
     env = {**os.environ}
@@ -238,12 +251,16 @@ def _start_processes(layer: str, clients: int, queue: str, port: int, workdir: P
                                "tests.robotlab_django.asgi:application"], cwd=ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=(workdir / "daphne.log").open("w"))
     processes = {"daphne": daphne}
-    if layer != "memory":
-        processes["worker"] = subprocess.Popen(
+    if layer == "memory":
+        return processes
+    slots = -(-clients // workers)  # each worker takes its share of the runs (prefetch 1: no worker hoards them)
+    for index in range(workers):
+        name = "worker" if workers == 1 else f"worker{index + 1}"
+        processes[name] = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "tests.robotlab_django.celery_app", "worker", f"--pool={pool}",
-             "-c", str(clients), "-Q", queue, "-l", "warning", "--without-gossip", "--without-mingle",
-             "--without-heartbeat"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-            stderr=(workdir / "worker.log").open("w"))
+             "-c", str(slots), "-Q", queue, "-l", "warning", "--without-gossip", "--without-mingle",
+             "--without-heartbeat", "--prefetch-multiplier", "1", "-n", f"{name}-{queue}@%h"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=(workdir / f"{name}.log").open("w"))
     return processes
 
 
@@ -258,12 +275,12 @@ def _stop(processes: dict[str, Any]) -> None:
 
 
 def run(clients: int, tokens: int, rate: float, timeout: float, layer: str, workdir: Path,
-        pool: str = "threads") -> dict[str, Any]:
+        pool: str = "threads", workers: int = 1) -> dict[str, Any]:
     """Run the benchmark once with ``clients`` concurrent runs and return its figures."""
     tag = uuid.uuid4().hex[:8]
     pairs = _setup(clients, tag)
     port, queue = _free_port(), f"robotlab-bench-{tag}"
-    processes = _start_processes(layer, clients, queue, port, workdir, pool)
+    processes = _start_processes(layer, clients, queue, port, workdir, pool, workers)
     load = os.getloadavg()[0]
     cpu: dict[str, float] = {}
 
@@ -277,8 +294,8 @@ def run(clients: int, tokens: int, rate: float, timeout: float, layer: str, work
 
     try:
         _wait_for_port(port, 30)
-        if layer != "memory":
-            time.sleep(2.0)  # let the worker start consuming, so its start-up is not in the CPU figures
+        if layer != "memory":  # every worker consuming, so their start-up is not in the figures
+            _wait_for_workers([name for name in processes if name != "daphne"], queue, 60)
         outcome = asyncio.run(asyncio.wait_for(_drive(port, pairs, start, timeout), 3 * timeout))
         cpu = {name: _cpu_seconds(process.pid) - cpu[name] for name, process in processes.items()}
     except BaseException:
@@ -296,7 +313,8 @@ def run(clients: int, tokens: int, rate: float, timeout: float, layer: str, work
     span = max(result["last"] for result in results) - min(result["first"] for result in results)
     daphne_cpu = cpu.get("daphne", 0.0)
     return {
-        "clients": clients, "tokens_per_run": tokens, "rate_per_run": rate, "layer": layer, "produced": produced,
+        "clients": clients, "workers": workers if layer != "memory" else 0, "tokens_per_run": tokens,
+        "rate_per_run": rate, "layer": layer, "produced": produced,
         "delivered_live": live / produced, "delivered_after_replay": replayed / produced,
         "live_text_exact": all(result["text"] == expected for result in results),
         "streams_ended": sum(result["ended"] for result in results),
@@ -392,6 +410,8 @@ def main() -> int:
                              "which the consumer fills in from the stored rows.")
     parser.add_argument("--pool", choices=("threads", "prefork"), default="threads",
                         help="The Celery worker's pool, with one slot per run (-c N).")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="Celery worker processes sharing the runs (each with its share of the slots).")
     parser.add_argument("--find-max", action="store_true",
                         help=f"Step N through {FIND_MAX_STEPS} until emit->receive p99 exceeds 250 ms.")
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
@@ -408,13 +428,14 @@ def main() -> int:
             "pubsub": "Celery worker -> channels-redis RedisPubSubChannelLayer -> daphne",
             "memory": "thread executor in daphne -> InMemoryChannelLayer"}[args.layer]
     if args.layer != "memory":
-        path = path.replace("Celery worker", f"Celery worker ({args.pool} pool)")
+        plural = f"{args.workers} Celery worker processes" if args.workers > 1 else "Celery worker"
+        path = path.replace("Celery worker", f"{plural} ({args.pool} pool)")
     if not args.json:
         print(f"B2: {args.tokens} tokens per run at {args.rate:g} tok/s; {path} -> websocket; {database}")
     results, sustainable = [], None
     try:
         for count in counts:
-            result = run(count, args.tokens, args.rate, timeout, args.layer, workdir, args.pool)
+            result = run(count, args.tokens, args.rate, timeout, args.layer, workdir, args.pool, args.workers)
             results.append(result)
             if not args.json:
                 _print(result)
