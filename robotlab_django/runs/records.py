@@ -298,7 +298,7 @@ def save_row(row: RobotResult, fields: dict[str, Any], *, savepoint: bool = True
     now = timezone.now()
     fields.update({name: storable(value) for name, value in fields.items()}, finished_at=now, updated_at=now)
     rows = type(row).objects.filter(pk=row.pk).exclude(status=Status.CANCELLED)
-    with transaction.atomic(), rollups.batch():  # the rollups are locked last (see rollups.batch)
+    with transaction.atomic(savepoint=savepoint), rollups.batch():  # the rollups are locked last (rollups.batch)
         stored = rollups.update_rows(rows, **fields) if thread_user is _UNREAD else rollups.update_known(
             rows, rollups.values_of(row, thread_user), **fields)
         if not stored:
