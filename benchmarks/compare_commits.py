@@ -6,8 +6,9 @@ into a temporary git worktree and starts ONE fake OpenAI-compatible server in a 
 checkout's own fake server, which changed too, is measured). Each checkout then runs the same driver in its own
 process with its own code on the path: a robot on the litellm client (``LLMClient``, which both have), with
 no tools and with one tool round at 0 ms and 20 ms latency, and a 1,000-token stream with an ``on_content``
-callback. The two alternate ``--rounds`` times, so both see the same machine; it prints the median of each
-figure for both and their ratio (head / base; below 1 is faster).
+callback, through litellm and on the default path (the direct client). The two alternate ``--rounds`` times, so
+both see the same machine; it prints the median of each figure for both and their ratio (head / base; below 1 is
+faster).
 
 With ``--b2 N`` it runs B2 instead (each checkout's own ``benchmarks/streaming.py --json`` with ``N`` clients of
 ``--tokens`` tokens at 100 tokens/s: a Celery worker, Redis, daphne, websocket clients), alternating the same way,
@@ -78,6 +79,19 @@ async def main():
     for _ in range(max(3, RUNS // 20)):
         await stream()
     figures["stream: cpu per token (us)"] = (time.process_time() - cpu0) * 1e6 / max(1, len(received))
+    # the default path: the direct client, as robotlab.configure(llm=...) makes it
+    robotlab.configure(llm={"api_base": URL, "api_key": "sk-fake", "max_retries": 0})
+    direct = robotlab.build(name="direct", model="openai/gpt-4o-mini")
+    async def direct_stream():
+        direct.clear_messages()
+        await direct.arun("[stream] tell me a long story", on_content=lambda chunk: received.append(1))
+    for _ in range(2):
+        await direct_stream()
+    received.clear()
+    cpu0 = time.process_time()
+    for _ in range(max(3, RUNS // 20)):
+        await direct_stream()
+    figures["stream, default path: cpu per token (us)"] = (time.process_time() - cpu0) * 1e6 / max(1, len(received))
     print(json.dumps(figures))
 
 asyncio.run(main())
