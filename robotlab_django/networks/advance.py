@@ -109,7 +109,7 @@ def _commit(turn: ResultRow, version: int, state: TurnState, started: list[str],
                 {"robot_name": str(getattr(network.tasks[name].robot, "name", name)), "task_name": name,
                  "parent_id": turn.pk, "delegated_by": turn.robot_name, "run_id": f"{turn.run_id}.{index}",
                  "status": Status.QUEUED, **(_claiming.fields or {})} for index, name in enumerate(started, count + 1)],
-                stamp=False)
+                stamp=False, savepoint=False)
         if finish is not None:  # the turn's row as read for this commit (its version matched)
             save_row(turn, finish, savepoint=False, **_thread_user(turn))
     turn.turn_state, turn.turn_version = fields["turn_state"], version + 1

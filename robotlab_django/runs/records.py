@@ -105,13 +105,16 @@ def append_result(thread: Thread, **fields: object) -> RobotResult:
     return append_results(thread, [fields])[0]
 
 
-def append_results(thread: Thread, rows: Sequence[dict[str, Any]], *, stamp: bool = True) -> list[RobotResult]:
+def append_results(thread: Thread, rows: Sequence[dict[str, Any]], *, stamp: bool = True,
+                   savepoint: bool = True) -> list[RobotResult]:
     """Insert ``rows`` (each one result's fields) on ``thread``, numbered in order, as :func:`append_result` does.
 
     One lock, one read of the last number, one insert and one thread update for all of them: a network turn queues
     its parallel tasks' rows at once. With ``stamp`` false the thread's ``updated_at`` is left alone when nothing
     else of it changes (a distributed turn's task rows leave it to their turn's row, as :func:`save_row` does).
     A clash is retried inside a savepoint when the caller holds a transaction, so the caller's work survives it.
+    With ``savepoint`` false no savepoint is sent and a clash is not retried: it fails the caller's transaction
+    whole (a distributed turn's commit, whose writers all hold the thread's lock, so that numbers cannot clash).
 
     Returns:
         The new result rows, in order.
@@ -120,9 +123,10 @@ def append_results(thread: Thread, rows: Sequence[dict[str, Any]], *, stamp: boo
     result_model = swappable.result_model()
     text = next((str(fields["input"]) for fields in reversed(rows) if fields.get("input")), "")
     robot_name = next((fields["robot_name"] for fields in rows if fields.get("robot_name")), "")
-    for attempt in range(APPEND_ATTEMPTS):
+    attempts = APPEND_ATTEMPTS if savepoint else 1
+    for attempt in range(attempts):
         try:
-            with transaction.atomic(), rollups.batch():  # their rollups in one write, locked last
+            with transaction.atomic(savepoint=savepoint), rollups.batch():  # their rollups in one write, locked last
                 current = (thread_model.objects.select_for_update().filter(pk=thread.pk)
                            .values("robot_name", "initial_input", "user_id").get())
                 last = result_model.objects.filter(thread_id=thread.pk).aggregate(last=Max("sequence_number"))
@@ -151,7 +155,7 @@ def append_results(thread: Thread, rows: Sequence[dict[str, Any]], *, stamp: boo
                     setattr(thread, name, value)
                 return created
         except IntegrityError:
-            if attempt == APPEND_ATTEMPTS - 1:
+            if attempt == attempts - 1:
                 raise
             logger.info("robotlab: sequence number clash on thread %s, retrying", thread.pk)
     raise AssertionError("unreachable")  # pragma: no cover

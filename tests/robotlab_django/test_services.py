@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.db.models.signals import pre_save
 
 import robotlab
@@ -144,6 +145,27 @@ def test_append_result_retries_a_sequence_clash() -> None:
     assert clashes == [1]
     assert row.sequence_number == 1
     assert list(RobotResult.objects.values_list("robot_name", flat=True)) == ["echo"]
+
+
+def test_append_results_without_a_savepoint_fails_the_callers_transaction_on_a_clash() -> None:
+    thread = services.get_thread("s1")
+    clashes: list[int] = []
+
+    def collide(sender: type, instance: RobotResult, **kwargs: Any) -> None:
+        if instance.pk is None:
+            clashes.append(instance.sequence_number)
+            RobotResult.objects.bulk_create([RobotResult(thread=thread, sequence_number=instance.sequence_number,
+                                                         robot_name="intruder")])
+
+    try:
+        with pytest.raises(IntegrityError), transaction.atomic():  # the caller's transaction
+            RobotResult.objects.create(thread=thread, sequence_number=99, robot_name="callers")
+            pre_save.connect(collide, sender=RobotResult)
+            append_results(thread, [{"robot_name": "echo", "input": "hi"}], savepoint=False)
+    finally:
+        pre_save.disconnect(collide, sender=RobotResult)
+    assert clashes == [100]  # tried once, after the caller's row
+    assert not RobotResult.objects.exists()  # the caller's work went with it
 
 
 def test_append_results_numbers_several_rows_in_order_under_one_lock() -> None:
