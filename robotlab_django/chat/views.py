@@ -45,21 +45,8 @@ if TYPE_CHECKING:
 
     from robotlab_django.models import RobotResult, Thread
 
-__all__ = [
-    "POLL_EVENTS",
-    "STEERED_NOTE",
-    "SESSION_KEY",
-    "chat",
-    "default_robot",
-    "history_items",
-    "login_required",
-    "post_approval",
-    "post_message",
-    "result_summary",
-    "results_json",
-    "thread_list",
-    "uses_demo_model",
-]
+__all__ = ["POLL_EVENTS", "STEERED_NOTE", "SESSION_KEY", "chat", "default_robot", "history_items", "login_required",
+           "post_approval", "post_message", "result_summary", "results_json", "thread_list", "uses_demo_model"]
 
 #: What the page shows under a message steered into the reply before it.
 STEERED_NOTE = "added to the reply above"

@@ -49,21 +49,9 @@ from robotlab_django.streaming.coalescer import Coalescer
 if TYPE_CHECKING:
     from robotlab_django.models import RobotResult, RunEvent
 
-__all__ = [
-    "SEQ_BLOCK",
-    "STORE_ATTEMPTS",
-    "STORE_BACKOFF",
-    "apublish_events",
-    "apublish_failure",
-    "astream_run",
-    "asweep",
-    "persist_events",
-    "publish_events",
-    "publish_failure",
-    "stored_position",
-    "stream_run",
-    "task_block",
-]
+__all__ = ["SEQ_BLOCK", "STORE_ATTEMPTS", "STORE_BACKOFF", "apublish_events", "apublish_failure", "astream_run",
+           "asweep", "persist_events", "publish_events", "publish_failure", "stored_position", "stream_run",
+           "task_block"]
 
 logger = logging.getLogger("robotlab_django")
 T = TypeVar("T")

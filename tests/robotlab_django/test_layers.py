@@ -219,3 +219,19 @@ def test_the_checks_name_the_offending_import() -> None:
                            "robotlab_django.runs.runner"]
     with pytest.raises(AssertionError, match="robotlab_django.nowhere is in no layer"):
         _layer("nowhere")
+
+
+#: Issue 32: no module of the app over this many lines (migrations, Django's own numbering, aside).
+MAX_LINES = 400
+#: Issue 32: modules at the app's root, where Django looks for its own files.
+MAX_ROOT_MODULES = 15
+
+
+def test_no_app_module_is_over_the_line_limit() -> None:
+    lengths = {str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in ROOT.rglob("*.py")
+               if "migrations" not in path.parts}
+    assert {name: length for name, length in lengths.items() if length > MAX_LINES} == {}
+
+
+def test_the_apps_root_holds_few_modules() -> None:
+    assert len(list(ROOT.glob("*.py"))) <= MAX_ROOT_MODULES
