@@ -17,4 +17,5 @@ if importlib.util.find_spec("robotlab_django.asgi") is None:  # no websocket: th
 else:
     from robotlab_django.asgi import get_robotlab_asgi_application
 
-    application = get_robotlab_asgi_application()
+    # the robots over MCP at /mcp/ (docs/django/mcp.md), when the mcp package is installed
+    application = get_robotlab_asgi_application(mcp="/mcp/" if importlib.util.find_spec("mcp") else None)
