@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -13,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.example_project.test_example_project import manage, served_project
+from tests.example_project.test_example_project import ROOT, manage, project_env, served_project
 
 pytest.importorskip("mcp.client")
 import httpx2  # noqa: E402
@@ -237,3 +239,14 @@ def test_bad_input_and_bad_tokens_get_clear_errors(mcp_site: Site) -> None:
 
     for response in asyncio.run(unauthorized()):
         assert response.status_code == 401 and response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_the_docs_client_snippet_runs(mcp_site: Site) -> None:
+    page = (ROOT / "docs" / "django" / "mcp.md").read_text()
+    snippet = page.split("## A client", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    env = {**project_env(mcp_site.db.parent), "ROBOTLAB_TOKEN": mcp_site.token, "MCP_URL": f"{mcp_site.urls[1]}/mcp/"}
+    done = subprocess.run([sys.executable, "-c", snippet], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "chat, concierge, orders, support"
+    assert "You said: 'Hello there'" in lines[1]
