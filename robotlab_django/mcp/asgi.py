@@ -17,6 +17,7 @@ ASGI lifespan events): one app per event loop, started on its first request.
 from __future__ import annotations
 
 import asyncio
+import logging
 import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _METADATA = "/.well-known/oauth-protected-resource"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -105,23 +108,36 @@ class _PerLoop:
         self.tasks: set[asyncio.Task[None]] = set()
 
     async def app(self) -> ASGIApp:
+        """This loop's app, once its request manager runs.
+
+        Raises:
+            RuntimeError: the request manager could not start (the next request tries again).
+        """
         loop = asyncio.get_running_loop()
         if loop not in self.apps:
             app, manager = self.endpoint.build()
             started = asyncio.Event()
             self.apps[loop] = (app, started)
-            task = loop.create_task(self._run(manager, started))
+            task = loop.create_task(self._run(loop, manager, started))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
         app, started = self.apps[loop]
         await started.wait()
+        entry = self.apps.get(loop)
+        if entry is None or entry[0] is not app:
+            raise RuntimeError("The MCP request manager could not start; it is logged.")
         return app
 
-    @staticmethod
-    async def _run(manager: Any, started: asyncio.Event) -> None:
-        async with manager.run():
+    async def _run(self, loop: asyncio.AbstractEventLoop, manager: Any, started: asyncio.Event) -> None:
+        try:
+            async with manager.run():
+                started.set()
+                await asyncio.Future()  # until the loop ends
+        except Exception:
+            logger.exception("robotlab: the MCP request manager stopped")
+        finally:
+            self.apps.pop(loop, None)  # the next request starts another
             started.set()
-            await asyncio.Future()  # until the loop ends
 
 
 def mcp_router(http: ASGIApp, endpoint: MCPEndpoint | None = None) -> ASGIApp:

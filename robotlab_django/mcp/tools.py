@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from robotlab_django.models import RobotResult
 
 __all__ = ["ANSWER", "INPUT_SCHEMA", "agent_names", "answer_from", "call_result", "invalid", "list_tools",
-           "question_request", "run_of_state", "start_run"]
+           "question_request", "run_of_state", "start_run", "unanswerable"]
 
 #: The key of the one input request a parked run sends, and of the field its form asks for.
 ANSWER = "answer"
@@ -186,3 +186,15 @@ def call_result(row: RobotResult) -> types.CallToolResult | types.InputRequiredR
         return types.CallToolResult(content=[types.TextContent(text="The run was cancelled.")], is_error=True)
     _, error = public_error(row.error_type, row.error, row.error_kind)
     return types.CallToolResult(content=[types.TextContent(text=error or f"The run {row.status}.")], is_error=True)
+
+
+def unanswerable(row: RobotResult, protocol_version: str) -> types.CallToolResult:
+    """The answer to a client of an older revision (no ``input_required``) whose run asks a question.
+
+    A tool error with the question: the run waits, parked, for an answer from a 2026-07-28 client (the same call
+    with ``requestState`` = the run's id) or another door (the chat page, A2A).
+    """
+    text = (f"The run {row.run_id} waits for an answer to: {question_request(row).params.message}\n"
+            f"Protocol {protocol_version} cannot answer it here: answer with an MCP 2026-07-28 client (requestState "
+            f"{row.run_id}) or on the chat page.")
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)

@@ -210,6 +210,41 @@ def test_a_question_is_input_required_and_the_follow_up_answers_it(mcp_site: Sit
     assert _stored(mcp_site.db, str(first.request_state)) == ("completed", _text(done))
 
 
+def test_a_change_to_approve_is_a_form_with_approve_or_deny(mcp_site: Site) -> None:
+    forms: list[types.ElicitRequestFormParams] = []
+
+    async def approve(context: Any, params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        forms.append(params)
+        return types.ElicitResult(action="accept", content={"answer": "approve"})
+
+    async def main() -> types.CallToolResult:
+        async with _client(mcp_site, transport=Alternating(_ports(mcp_site)), elicitation_callback=approve) as client:
+            return await client.call_tool("orders", {"message": "Change order 2 to shipped"})
+
+    result = asyncio.run(main())
+    assert len(forms) == 1 and forms[0].message.startswith('Approve update_order {"id": 2, "status": "shipped"}?')
+    assert forms[0].requested_schema["properties"]["answer"]["enum"] == ["approve", "deny"]
+    assert not result.is_error and '"status": "shipped"' in _text(result)
+    with sqlite3.connect(mcp_site.db) as connection:
+        assert connection.execute("SELECT status FROM orders_order WHERE number = 'A-1002'").fetchone()[0] == "shipped"
+
+
+def test_a_client_of_the_2025_handshake_is_served_statelessly_too(mcp_site: Site) -> None:
+    transport = Alternating(_ports(mcp_site))
+
+    async def main() -> tuple[list[str], types.CallToolResult, types.CallToolResult]:
+        async with _client(mcp_site, transport=transport, mode="legacy") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            reply = await client.call_tool("chat", {"message": "Hello from 2025"})
+            question = await client.call_tool("concierge", {"message": "Ask the user which day suits them"})
+            return names, reply, question
+
+    names, reply, question = asyncio.run(main())
+    assert "chat" in names and not reply.is_error and "Hello from 2025" in _text(reply)
+    assert question.is_error and "which day suits them" in _text(question) and "2026-07-28" in _text(question)
+    assert min(transport.sent) >= 2 and transport.session_ids == []
+
+
 def test_bad_input_and_bad_tokens_get_clear_errors(mcp_site: Site) -> None:
     async def main() -> list[str]:
         errors = []
