@@ -115,7 +115,7 @@ async def run_of_state(user: _User, state: str, tool: str) -> RobotResult:
         MCPError: no such run of the caller's (another user's run is not found either).
     """
     row = await sync_to_async(protocol_runs.find_run)(state, user) if state else None
-    if row is None or row.robot_name != tool:
+    if row is None or row.robot_name != tool or row.parent_id is not None:
         raise invalid("The requestState names no run of yours for this tool: call the tool again without it.")
     return row
 
