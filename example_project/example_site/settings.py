@@ -17,6 +17,8 @@ provider key              else the offline demo model, which the page announces
 ``DJANGO_DEBUG``          ``1`` (default) or ``0``
 ``DJANGO_ALLOWED_HOSTS``  comma-separated (default ``127.0.0.1,localhost``)
 ``ROBOTLAB_LOGIN_REQUIRED``  ``0`` lets anonymous visitors chat in their session (default ``1``)
+``ROBOTLAB_MCP_OAUTH``    ``1``: the MCP endpoint also takes django-oauth-toolkit's tokens, issued at ``/o/``
+``ROBOTLAB_MCP_URL``      the MCP endpoint's absolute URL: serves its OAuth protected-resource metadata
 ========================  ====================================================================
 """
 
@@ -135,6 +137,13 @@ ROBOTLAB = {
 }
 if not LLM_CONFIGURED:
     ROBOTLAB["LLM"] = "chat.robots.demo_llm"
+#: The MCP endpoint's absolute URL (https://example.com/mcp/): its OAuth protected-resource metadata names it.
+ROBOTLAB_MCP_URL = os.environ.get("ROBOTLAB_MCP_URL") or None
+if _flag("ROBOTLAB_MCP_OAUTH", False):
+    # OAuth 2.1 for the MCP endpoint (docs/django/mcp.md): django-oauth-toolkit's authorization server at /o/,
+    # its scopes mcp, robots and robot:<name> (pip install "robotlab-py[protocols]")
+    INSTALLED_APPS.append("oauth2_provider")
+    OAUTH2_PROVIDER = {"SCOPES_BACKEND_CLASS": "robotlab_django.mcp.oauth.RobotScopes", "PKCE_REQUIRED": True}
 ROBOTLAB_CHAT_LOGIN_REQUIRED = _flag("ROBOTLAB_LOGIN_REQUIRED", True)
 ROBOTLAB_CHAT_ROBOT = "chat"
 

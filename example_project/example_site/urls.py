@@ -1,7 +1,9 @@
-"""The example project's URLs: the chat pages at the root, login/logout, the admin, the ACP, A2A and AG-UI servers."""
+"""The example project's URLs: the chat pages at the root, login/logout, the admin, the ACP, A2A and AG-UI servers
+(MCP is served in asgi.py), django-oauth-toolkit's authorization server with ROBOTLAB_MCP_OAUTH=1."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -17,3 +19,5 @@ urlpatterns = [
     path("agui/", include("robotlab_django.agui.urls")),
     path("", include("robotlab_django.urls")),
 ]
+if "oauth2_provider" in settings.INSTALLED_APPS:  # ROBOTLAB_MCP_OAUTH=1: the MCP endpoint's authorization server
+    urlpatterns.insert(0, path("o/", include("oauth2_provider.urls", namespace="oauth2_provider")))

@@ -201,10 +201,10 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def served_project(tmp_path: Path, **extra: str) -> Iterator[str]:
-    """The migrated example project (database in ``tmp_path``) served by daphne's runserver on a free port, with
-    the in-process executor and the demo model (``extra`` variables change them): its base URL."""
-    port = _free_port()
+def served_project(tmp_path: Path, *, port: int | None = None, **extra: str) -> Iterator[str]:
+    """The migrated example project (database in ``tmp_path``) served by daphne's runserver on ``port`` (a free one
+    by default), with the in-process executor and the demo model (``extra`` variables change them): its base URL."""
+    port = port or _free_port()
     log = (tmp_path / "server.log").open("w")
     server = subprocess.Popen([sys.executable, str(MANAGE), "runserver", "--noreload", f"127.0.0.1:{port}"],
                               cwd=ROOT, env=project_env(tmp_path, **extra), stdout=log, stderr=subprocess.STDOUT)
