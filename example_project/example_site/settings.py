@@ -17,6 +17,8 @@ provider key              else the offline demo model, which the page announces
 ``DJANGO_DEBUG``          ``1`` (default) or ``0``
 ``DJANGO_ALLOWED_HOSTS``  comma-separated (default ``127.0.0.1,localhost``)
 ``ROBOTLAB_LOGIN_REQUIRED``  ``0`` lets anonymous visitors chat in their session (default ``1``)
+``ROBOTLAB_A2A_PUSH_URLS``  comma-separated webhook URL prefixes A2A push notifications may go to (default none:
+                          push notifications off); ``ROBOTLAB_A2A_PUSH_PRIVATE=1`` allows private hosts
 ========================  ====================================================================
 """
 
@@ -132,6 +134,9 @@ ROBOTLAB = {
     "NETWORK_MEMORY_URL": REDIS_URL,
     # what a message does while the chat robot's reply runs: enqueue (the default), reject, interrupt or steer
     "ROBOTS": {"chat": {"on_busy": os.environ.get("ROBOTLAB_ON_BUSY") or "enqueue"}},
+    # A2A push notifications: the webhook URL prefixes allowed (comma-separated), and whether private hosts may be
+    "A2A_PUSH_URLS": [url.strip() for url in os.environ.get("ROBOTLAB_A2A_PUSH_URLS", "").split(",") if url.strip()],
+    "A2A_PUSH_PRIVATE": _flag("ROBOTLAB_A2A_PUSH_PRIVATE", False),
 }
 if not LLM_CONFIGURED:
     ROBOTLAB["LLM"] = "chat.robots.demo_llm"

@@ -11,10 +11,7 @@ import hashlib
 import hmac
 import io
 import json
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -24,6 +21,7 @@ from django.test import Client
 
 from robotlab_django.protocols import push
 from robotlab_django.protocols.push_models import PushNotificationConfig
+from tests.robotlab_django.webhook import Webhook, serve_webhook
 
 pytest.importorskip("a2a.server.routes.jsonrpc_dispatcher")
 
@@ -31,50 +29,13 @@ pytest.importorskip("a2a.server.routes.jsonrpc_dispatcher")
 WAIT = 10.0
 
 
-@dataclass
-class Webhook:
-    """A webhook receiver on 127.0.0.1: the requests it took, and an event set at each."""
-
-    url: str
-    received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
-    arrived: threading.Event = field(default_factory=threading.Event)
-    failures: int = 0
-
-    def states(self) -> list[str]:
-        return [json.loads(body)["task"]["status"]["state"] for _, body in self.received]
-
-
 @pytest.fixture
 def webhook(settings: Any) -> Iterator[Webhook]:
     """A receiver thread, with the settings allowing it (a loopback host, so ``A2A_PUSH_PRIVATE`` too)."""
-    hook = Webhook("")
-
-    class Receiver(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            if hook.failures:
-                hook.failures -= 1
-                self.send_response(500)
-            else:
-                hook.received.append((dict(self.headers), body))
-                hook.arrived.set()
-                self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    hook.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/a2a"
-    settings.ROBOTLAB = {**settings.ROBOTLAB, "A2A_PUSH_URLS": [f"http://127.0.0.1:{server.server_address[1]}/hooks/"],
-                         "A2A_PUSH_PRIVATE": True}
-    try:
+    with serve_webhook() as hook:
+        prefix = hook.url.rsplit("/", 1)[0] + "/"
+        settings.ROBOTLAB = {**settings.ROBOTLAB, "A2A_PUSH_URLS": [prefix], "A2A_PUSH_PRIVATE": True}
         yield hook
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _rpc(token: str, method: str, params: dict[str, Any], agent: str = "echo") -> dict[str, Any]:
@@ -164,7 +125,7 @@ def test_each_state_change_reaches_the_webhook_signed(token: str, webhook: Webho
     with django_capture_on_commit_callbacks(execute=True):
         task = _rpc(token, "SendMessage", _send("hello", taskPushNotificationConfig=config))["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert webhook.arrived.wait(WAIT)
+    assert webhook.wait_for(2, WAIT)
     assert webhook.states() == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]  # each state once, in order
     for headers, body in webhook.received:
         expected = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
