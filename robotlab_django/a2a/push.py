@@ -108,7 +108,7 @@ def notification_body(row: RobotResult, state: str) -> bytes:
     if STATES.get(row.status) != TaskState.Value(state):
         task.status.ClearField("message")
         task.status.state = TaskState.Value(state)
-    return MessageToJson(StreamResponse(task=task), indent=None).encode()
+    return str(MessageToJson(StreamResponse(task=task), indent=None)).encode()
 
 
 def deliver(config_pk: int, state: str) -> str:
