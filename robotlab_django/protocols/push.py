@@ -169,11 +169,13 @@ def on_events_stored(sender: object = None, result_id: int | None = None, events
     if not changes or result_id is None or not app_settings.A2A_PUSH_URLS:
         return
     try:
-        for run_id, state in changes:  # the task's own events, not those of a network's robots
-            configs = PushNotificationConfig.objects.filter(result_id=result_id, result__run_id=run_id)
-            for pk in configs.exclude(last_state=state).values_list("pk", flat=True):
-                if PushNotificationConfig.objects.filter(pk=pk).exclude(last_state=state).update(last_state=state):
-                    schedule(pk, state)
+        with transaction.atomic():  # a savepoint inside the run's transaction: an error here leaves it usable
+            for run_id, state in changes:  # the task's own events, not those of a network's robots
+                configs = PushNotificationConfig.objects.filter(result_id=result_id, result__run_id=run_id)
+                for pk in configs.exclude(last_state=state).values_list("pk", flat=True):
+                    if PushNotificationConfig.objects.filter(pk=pk).exclude(last_state=state).update(
+                            last_state=state):
+                        schedule(pk, state)
     except Exception:  # a notification never fails the run
         logger.exception("robotlab: the A2A push notifications of run row %s could not be scheduled", result_id)
 

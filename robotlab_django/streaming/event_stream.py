@@ -50,21 +50,9 @@ from robotlab_django.streaming.stored import events_stored
 if TYPE_CHECKING:
     from robotlab_django.models import RobotResult, RunEvent
 
-__all__ = [
-    "SEQ_BLOCK",
-    "STORE_ATTEMPTS",
-    "STORE_BACKOFF",
-    "apublish_events",
-    "apublish_failure",
-    "astream_run",
-    "asweep",
-    "persist_events",
-    "publish_events",
-    "publish_failure",
-    "stored_position",
-    "stream_run",
-    "task_block",
-]
+__all__ = ["SEQ_BLOCK", "STORE_ATTEMPTS", "STORE_BACKOFF", "apublish_events", "apublish_failure", "astream_run",
+           "asweep", "persist_events", "publish_events", "publish_failure", "stored_position", "stream_run",
+           "task_block"]
 
 logger = logging.getLogger("robotlab_django")
 T = TypeVar("T")
@@ -84,8 +72,7 @@ def persist_events(thread_id: int, result_id: int, events: Sequence[Event]) -> l
     """Store ``events`` as ``RunEvent`` rows (one ``INSERT``); their wire dicts with ``cursor``.
 
     The wire dicts carry the stored text (:func:`~robotlab_django.storable.storable`: a NUL or a lone surrogate
-    replaced), so what a client sees live is what it replays. :data:`~robotlab_django.streaming.stored.events_stored`
-    is sent once they are written.
+    replaced), so what a client sees live is what it replays; then :data:`.stored.events_stored` is sent.
     """
     model = swappable.event_model()
     stored = [Event(kind=event.kind, run_id=event.run_id, seq=event.seq, ts=event.ts, data=storable(event.data or {}))
