@@ -2,7 +2,10 @@
 project under Celery (a prefork worker, one child), on a Redis database of this module's own.
 
 * A network turn runs one job per task (distributed), each task's events on its own row: the protocol streams
-  send each task's text as it streams, joined exactly to the task rows' replies.
+  send each task's text as it streams (a specialist's text arrives while its row is still running), joined exactly
+  to the task rows' replies.
+* A network turn whose specialist's pool child is SIGKILLed mid-stream (the task executed again): an A2A stream
+  dropped there and ``SubscribeToTask`` join to exactly the stored replies, as ACP's stored events do.
 * A stream across a SIGKILLed pool child (the run executed again, attempts 2) joins to the stored reply: the new
   attempt's text, which repeats what was sent, is not sent again.
 * A network turn cancelled while its specialist streams keeps the text streamed so far on the turn's row and the
@@ -330,6 +333,27 @@ def test_a_network_turn_across_a_killed_worker_streams_each_task_live_and_joins_
     assert not any(chunk.artifact_update.append is False for chunk in billing_chunks[1:])  # nothing to take back
     stored = _stored_parts(site, left[0].task.id)  # ACP reads the same run: each task's text once
     assert _acp_text(stored) == classifier["reply"] + billing["reply"]
+
+
+def test_acp_streams_a_network_task_while_its_row_is_running(site: Site) -> None:
+    """ACP under Celery: a specialist's text arrives while its task row is still running, not once the turn ends."""
+    message = "I need a refund for my invoice: " + " ".join(f"item{n}" for n in range(200))
+
+    async def main() -> tuple[list[Any], str]:
+        events: list[Any] = []
+        status = ""
+        async with _acp(site) as client:
+            async for event in client.run_stream(message, agent="support"):
+                events.append(event)
+                if not status and event.type == "message.part" and "item20" in _acp_text(events):
+                    run_id = next(e.run.run_id for e in events if e.type == "run.created")
+                    status = next(t["status"] for t in _row(site.db, str(run_id))["tasks"] if t["task"] == "billing")
+        return events, status
+
+    events, status = asyncio.run(asyncio.wait_for(main(), WAIT))
+    assert status == "running" and events[-1].type == "run.completed"
+    turn = _row(site.db, str(events[-1].run.run_id))
+    assert _acp_text(events) == "".join(t["reply"] for t in turn["tasks"]) and "item199" in turn["reply"]
 
 
 def test_a_cancelled_network_turn_keeps_what_its_task_streamed(site: Site) -> None:
