@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
 
     from robotlab_django.models import RobotResult
 
-__all__ = ["MAX_CONFIGS", "TIMEOUT", "WebhookDeliveryError", "config_of", "create_config", "delete_config", "deliver",
-           "get_config", "list_configs", "notification_body"]
+__all__ = ["MAX_CONFIGS", "SETTLE_WAIT", "TIMEOUT", "WebhookDeliveryError", "config_of", "create_config",
+           "delete_config", "deliver", "get_config", "list_configs", "notification_body"]
 
 logger = logging.getLogger("robotlab_django")
 
@@ -44,6 +45,9 @@ logger = logging.getLogger("robotlab_django")
 MAX_CONFIGS = 10
 #: Seconds one delivery may take (connect, send, answer).
 TIMEOUT = 10.0
+#: Seconds a notification waits for its row to reach the state it notifies (see :func:`deliver`).
+SETTLE_WAIT = 5.0
+_UNSETTLED = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
 
 
 class WebhookDeliveryError(Exception):
@@ -111,11 +115,25 @@ def notification_body(row: RobotResult, state: str) -> bytes:
     return str(MessageToJson(StreamResponse(task=task), indent=None)).encode()
 
 
+def _reached(row: RobotResult, state: str) -> RobotResult:
+    """``row`` once it has left ``working`` for the notified ``state`` (at most :data:`SETTLE_WAIT` seconds).
+
+    A run stores the event of a question before its row says ``awaiting`` (the question itself is in the row): the
+    notification waits for the row, so an ``input-required`` task carries its question, a ``completed`` one its reply.
+    """
+    deadline = time.monotonic() + SETTLE_WAIT
+    while STATES.get(row.status) in _UNSETTLED and TaskState.Value(state) not in _UNSETTLED \
+            and time.monotonic() < deadline:
+        time.sleep(protocol_runs.POLL_INTERVAL)
+        row.refresh_from_db()
+    return row
+
+
 def deliver(config_pk: int, state: str) -> str:
     """POST the notification of ``state`` to the config ``config_pk``; what happened (``"sent"``, ``"gone"``...).
 
     A deleted config (or task) is ``"gone"``; a URL the settings no longer allow is ``"refused"`` (logged, not
-    retried).
+    retried). The body is made once the row has reached the notified state (:func:`_reached`).
 
     Raises:
         WebhookDeliveryError: the webhook could not be reached or did not answer 2xx.
@@ -129,7 +147,7 @@ def deliver(config_pk: int, state: str) -> str:
     except push_policy.WebhookURLError as exc:
         logger.warning("robotlab: A2A push config %s of run %s refused: %s", config_pk, row.run_id, exc)
         return "refused"
-    body = notification_body(row, state)
+    body = notification_body(_reached(row, state), state)
     headers = {"Content-Type": "application/json", push_policy.TOKEN_HEADER: stored.token,
                push_policy.SIGNATURE_HEADER: push_policy.signature(stored.token, body)}
     if stored.auth_scheme:

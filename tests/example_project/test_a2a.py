@@ -406,13 +406,21 @@ def test_tasks_run_on_a_celery_worker_and_a_question_waits_in_no_process(celery_
 
 def test_push_notifications_reach_a_webhook_signed_and_retried_by_the_worker(celery_site: Site,
                                                                              webhook: Webhook) -> None:
-    """The SDK's client registers a webhook on a parked task; answering it sends ``working`` then ``completed``,
-    each signed, from the Celery worker, which retries the notification the webhook first refused (HTTP 500)."""
+    """The SDK's client registers a webhook with its message: ``working`` and ``input-required`` arrive; registered
+    again on the parked task, answering it sends ``working`` and ``completed``, each signed, from the Celery
+    worker, which retries the notification the webhook first refused (HTTP 500)."""
     async def main() -> tuple[Task, TaskPushNotificationConfig, Task]:
         async with _client(celery_site, "concierge", streaming=False) as client:
-            asked = (await _events(client, _message("Ask the user which plan suits them")))[0].task
+            request = _message("Ask the user which plan suits them")
+            request.configuration.task_push_notification_config.CopyFrom(TaskPushNotificationConfig(
+                id="hook", url=webhook.url, token="hook-secret"))  # with the message: from its first state on
+            asked = (await _events(client, request))[0].task
+            assert webhook.wait_for(2, 60), webhook.states()
+            assert webhook.states() == ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]
+            question = json.loads(webhook.received[1][1])["task"]["status"]["message"]["parts"][0]["text"]
+            assert question == asked.status.message.parts[0].text and question  # the question, as GetTask has it
             config = await client.create_task_push_notification_config(TaskPushNotificationConfig(
-                task_id=asked.id, id="hook", url=webhook.url, token="hook-secret"))
+                task_id=asked.id, id="hook", url=webhook.url, token="hook-secret"))  # the same id: replaced
             listed = await client.list_task_push_notification_configs(
                 ListTaskPushNotificationConfigsRequest(task_id=asked.id))
             assert [found.id for found in listed.configs] == ["hook"]
@@ -435,9 +443,10 @@ def test_push_notifications_reach_a_webhook_signed_and_retried_by_the_worker(cel
     asked, config, done = asyncio.run(asyncio.wait_for(main(), 240))
     assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and config.token == "hook-secret"
     assert done.status.state == TaskState.TASK_STATE_COMPLETED
-    assert webhook.wait_for(2, 60), (webhook.states(), (celery_site.db.parent / "worker.log").read_text())
+    assert webhook.wait_for(4, 60), (webhook.states(), (celery_site.db.parent / "worker.log").read_text())
     assert webhook.refused == 1
-    assert sorted(webhook.states()) == ["TASK_STATE_COMPLETED", "TASK_STATE_WORKING"]  # each state once
+    assert sorted(webhook.states()[2:]) == ["TASK_STATE_COMPLETED", "TASK_STATE_WORKING"]  # each state once
+    assert len(webhook.received) == 4
     for headers, body in webhook.received:
         assert headers["X-RobotLab-Signature"] == "sha256=" + hmac.new(b"hook-secret", body, hashlib.sha256).hexdigest()
         assert json.loads(body)["task"]["id"] == done.id

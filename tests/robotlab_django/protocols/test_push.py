@@ -149,3 +149,27 @@ def test_a_webhook_no_longer_allowed_gets_nothing(token: str, webhook: Webhook, 
     assert webhook.received == []
     settings.ROBOTLAB = {**settings.ROBOTLAB, "A2A_PUSH_PRIVATE": True}
     assert deliver(stored.pk, "TASK_STATE_COMPLETED") == "sent" and webhook.states() == ["TASK_STATE_COMPLETED"]
+
+
+@pytest.mark.django_db
+def test_a_question_waits_for_its_row_so_the_notification_carries_it(token: str, webhook: Webhook,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event of a question is stored before the row says ``awaiting``: the notification waits for the row."""
+    from robotlab_django.a2a import push as a2a_push
+    from robotlab_django.models import RobotResult
+
+    task = _rpc(token, "SendMessage", _send("hello"))["result"]["task"]
+    _rpc(token, "CreateTaskPushNotificationConfig", {"taskId": task["id"], "id": "c", "url": webhook.url})
+    row = RobotResult.objects.get()
+    RobotResult.objects.filter(pk=row.pk).update(status="running")
+    waits: list[float] = []
+
+    def parked_meanwhile(seconds: float) -> None:  # the run parks while the notification waits
+        waits.append(seconds)
+        RobotResult.objects.filter(pk=row.pk).update(status="awaiting", question={"question": "Which plan?"})
+
+    monkeypatch.setattr(a2a_push.time, "sleep", parked_meanwhile)
+    assert a2a_push.deliver(PushNotificationConfig.objects.get().pk, "TASK_STATE_INPUT_REQUIRED") == "sent"
+    status = json.loads(webhook.received[0][1])["task"]["status"]
+    assert len(waits) == 1 and status["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert status["message"]["parts"][0]["text"] == "Which plan?"
