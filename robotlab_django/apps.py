@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 from django.apps import AppConfig
+
+__all__ = ["A2A_PACKAGES", "RobotLabConfig"]
+
+
+#: What the A2A server needs (the ``protocols`` extra): a Celery worker with them registers its push task.
+A2A_PACKAGES = ("a2a", "starlette", "sse_starlette")
 
 
 class RobotLabConfig(AppConfig):
@@ -12,6 +21,8 @@ class RobotLabConfig(AppConfig):
     dispatches the task rows of distributed network turns, :mod:`robotlab_django.networks.distributed`), the receivers
     that close a logged-out user's sockets, revoke a user's API tokens when their password changes and erase a
     deleted user's content and schedule the online evals of completed runs (:mod:`robotlab_django.evals.online`),
+    and the A2A push notifications of a task's state changes (:mod:`robotlab_django.protocols.push`; a Celery worker
+    with the A2A server's packages registers their task, :mod:`robotlab_django.a2a.push_task`),
     hands ``ROBOTLAB["INSTRUMENT"]`` to the core (:mod:`robotlab_django.tracing.instrument`),
     and imports the ``robots`` module of every installed app
     (:meth:`~robotlab_django.registry.RobotRegistry.autodiscover`).
@@ -31,6 +42,7 @@ class RobotLabConfig(AppConfig):
         from robotlab_django.conf import app_settings
         from robotlab_django.evals import online
         from robotlab_django.privacy import erasure
+        from robotlab_django.protocols import push as a2a_push
         from robotlab_django.protocols import tokens as api_tokens
         from robotlab_django.registry import registry
         from robotlab_django.runs import executor  # noqa: F401  (its receivers dispatch task rows)
@@ -49,5 +61,8 @@ class RobotLabConfig(AppConfig):
         erasure.connect_signals()  # ROBOTLAB["ERASE_ON_USER_DELETE"]: deleting a user erases their content
         online.connect_signals()  # ROBOTLAB["ONLINE_EVALS"]: a share of completed runs scored in the background
         instrument.connect_signals()  # ROBOTLAB["INSTRUMENT"]: the core's spans and metrics on or off
+        a2a_push.connect_signals()  # A2A push notifications: a task's state changes sent to its webhooks
+        if "celery" in sys.modules and all(importlib.util.find_spec(name) for name in A2A_PACKAGES):
+            from robotlab_django.a2a import push_task  # noqa: F401  (registers send_push_notification)
         if app_settings.AUTODISCOVER:
             registry.autodiscover()

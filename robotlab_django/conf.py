@@ -164,6 +164,8 @@ SETTINGS: dict[str, Setting] = {
         90, (int,), "Days an API token from 'manage.py robotlab_token' is valid (its --days overrides it); requests "
         "with an expired token get 401. None: new tokens never expire. A user's tokens are revoked when their "
         "password changes.", nullable=True),
+    "A2A_PUSH_URLS": Setting((), (list, tuple), "URL prefixes A2A push-notification webhooks must start with; () off."),
+    "A2A_PUSH_PRIVATE": Setting(False, (bool,), "Allow A2A webhooks on loopback, private or link-local hosts."),
     "ASK_TIMEOUT": Setting(
         86_400, (int, float), "Seconds a run may wait 'awaiting' an answer to its robot's question (AskUser); "
         "robotlab_requeue_stuck fails the runs parked longer (error_type 'AskTimeout')."),
@@ -277,6 +279,8 @@ class AppSettings:
     ADMIN_USAGE_DAYS = property(lambda self: self.get("ADMIN_USAGE_DAYS"), doc=SETTINGS["ADMIN_USAGE_DAYS"].doc)
     RUN_RATE_LIMIT = property(lambda self: self.get("RUN_RATE_LIMIT"), doc=SETTINGS["RUN_RATE_LIMIT"].doc)
     RUN_RATE_PERIOD = property(lambda self: self.get("RUN_RATE_PERIOD"), doc=SETTINGS["RUN_RATE_PERIOD"].doc)
+    A2A_PUSH_URLS = property(lambda self: self.get("A2A_PUSH_URLS"), doc=SETTINGS["A2A_PUSH_URLS"].doc)
+    A2A_PUSH_PRIVATE = property(lambda self: self.get("A2A_PUSH_PRIVATE"), doc=SETTINGS["A2A_PUSH_PRIVATE"].doc)
     API_TOKEN_DAYS = property(lambda self: self.get("API_TOKEN_DAYS"), doc=SETTINGS["API_TOKEN_DAYS"].doc)
     ASK_TIMEOUT = property(lambda self: self.get("ASK_TIMEOUT"), doc=SETTINGS["ASK_TIMEOUT"].doc)
     CANCEL_POLL_INTERVAL = property(lambda self: self.get("CANCEL_POLL_INTERVAL"),

@@ -10,8 +10,9 @@ call; it carries the ``robotlab.approve_toolcall`` permission (see :mod:`robotla
 
 The other models are defined by concept beside the code that uses them, and imported here, where Django finds
 them (one app, one set of migrations): the accounting ones (:mod:`robotlab_django.accounting.models`), robot
-versions and labels (:mod:`robotlab_django.versions.models`) and evals with the online scores
-(:mod:`robotlab_django.evals.models`). Import any of them from this module.
+versions and labels (:mod:`robotlab_django.versions.models`), evals with the online scores
+(:mod:`robotlab_django.evals.models`) and the A2A push-notification configs
+(:mod:`robotlab_django.protocols.push_models`). Import any of them from this module.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ from robotlab_django.abstract_models import (
 from robotlab_django.accounting.models import BudgetLedger, BudgetReservation, UsageRollup
 from robotlab_django.encoders import RobotLabJSONEncoder
 from robotlab_django.evals.models import EvalCase, EvalCaseResult, EvalRun, EvalSet, OnlineScore
+from robotlab_django.protocols.push_models import PushNotificationConfig
 from robotlab_django.storable import StorableCharField, StorableJSONField, StorableTextField
 from robotlab_django.versions.models import RobotLabel, RobotVersion
 
 __all__ = ["ApiToken", "BudgetLedger", "BudgetReservation", "EvalCase", "EvalCaseResult", "EvalRun", "EvalSet",
-           "OnlineScore", "RobotLabel", "RobotResult", "RobotVersion", "RunEvent", "RunSpan", "RunStep", "Status",
-           "Thread", "ToolApproval", "ToolEffect", "UsageRollup"]
+           "OnlineScore", "PushNotificationConfig", "RobotLabel", "RobotResult", "RobotVersion", "RunEvent", "RunSpan",
+           "RunStep", "Status", "Thread", "ToolApproval", "ToolEffect", "UsageRollup"]
 
 
 class Thread(AbstractThread):

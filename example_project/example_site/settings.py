@@ -19,6 +19,8 @@ provider key              else the offline demo model, which the page announces
 ``ROBOTLAB_LOGIN_REQUIRED``  ``0`` lets anonymous visitors chat in their session (default ``1``)
 ``ROBOTLAB_MCP_OAUTH``    ``1``: the MCP endpoint also takes django-oauth-toolkit's tokens, issued at ``/o/``
 ``ROBOTLAB_MCP_URL``      the MCP endpoint's absolute URL: serves its OAuth protected-resource metadata
+``ROBOTLAB_A2A_PUSH_URLS``  comma-separated webhook URL prefixes A2A push notifications may go to (default none:
+                          push notifications off); ``ROBOTLAB_A2A_PUSH_PRIVATE=1`` allows private hosts
 ========================  ====================================================================
 """
 
@@ -134,6 +136,9 @@ ROBOTLAB = {
     "NETWORK_MEMORY_URL": REDIS_URL,
     # what a message does while the chat robot's reply runs: enqueue (the default), reject, interrupt or steer
     "ROBOTS": {"chat": {"on_busy": os.environ.get("ROBOTLAB_ON_BUSY") or "enqueue"}},
+    # A2A push notifications: the webhook URL prefixes allowed (comma-separated), and whether private hosts may be
+    "A2A_PUSH_URLS": [url.strip() for url in os.environ.get("ROBOTLAB_A2A_PUSH_URLS", "").split(",") if url.strip()],
+    "A2A_PUSH_PRIVATE": _flag("ROBOTLAB_A2A_PUSH_PRIVATE", False),
 }
 if not LLM_CONFIGURED:
     ROBOTLAB["LLM"] = "chat.robots.demo_llm"

@@ -1,7 +1,8 @@
 """The agent card of each registered robot and network.
 
 A card names the agent, its JSON-RPC endpoint (for protocol 1.0 and 0.3, at the same URL), its skill, that it
-streams, and that requests carry a RobotLab API token as an HTTP bearer token.
+streams, that it sends push notifications when ``ROBOTLAB["A2A_PUSH_URLS"]`` allows some webhooks, and that
+requests carry a RobotLab API token as an HTTP bearer token.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 
 import robotlab
+from robotlab_django.conf import app_settings
 from robotlab_django.registry import registry
 
 __all__ = ["SECURITY_SCHEME", "agent_card", "agent_names"]
@@ -53,7 +55,8 @@ def agent_card(name: str, url: str) -> AgentCard:
             AgentInterface(url=url, protocol_binding=TransportProtocol.JSONRPC, protocol_version=PROTOCOL_VERSION_1_0),
             AgentInterface(url=url, protocol_binding=TransportProtocol.JSONRPC, protocol_version=PROTOCOL_VERSION_0_3),
         ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False, extended_agent_card=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=bool(app_settings.A2A_PUSH_URLS),
+                                       extended_agent_card=False),
         security_schemes={SECURITY_SCHEME: SecurityScheme(http_auth_security_scheme=token)},
         security_requirements=[SecurityRequirement(schemes={SECURITY_SCHEME: StringList()})],
         default_input_modes=["text/plain"], default_output_modes=["text/plain"],

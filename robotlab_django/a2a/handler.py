@@ -48,6 +48,7 @@ from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
 from robotlab_django import swappable
+from robotlab_django.a2a import push
 from robotlab_django.a2a.events import A2A_EVENTS
 from robotlab_django.a2a.wire import (
     REPLY_ARTIFACT,
@@ -60,7 +61,9 @@ from robotlab_django.a2a.wire import (
     task_of,
 )
 from robotlab_django.accounting.rate_limits import RateLimitedError
+from robotlab_django.conf import app_settings
 from robotlab_django.protocols import runs as protocol_runs
+from robotlab_django.protocols.push import WebhookURLError, check_url
 from robotlab_django.registry import UnknownRobotError
 from robotlab_django.runs.control import BadAnswerError, NotAwaitingError, RunFinishedError
 from robotlab_django.streaming.streamed_text import Chunk, StreamedText
@@ -126,15 +129,23 @@ def _invalid(message: str) -> NoReturn:
     raise InvalidParamsError(message=message)
 
 
+def _refused(exc: WebhookURLError) -> NoReturn:
+    """A webhook URL the settings do not allow: not supported at all when push notifications are off."""
+    if not app_settings.A2A_PUSH_URLS:
+        raise PushNotificationNotSupportedError(message=str(exc)) from None
+    raise InvalidParamsError(message=f"Webhook refused: {exc}") from None
+
+
 class RobotLabRequestHandler(RequestHandler):
     """The SDK's request handler on the caller's runs of one agent.
 
     It serves ``SendMessage`` (``message/send``), ``SendStreamingMessage`` (``message/stream``), ``GetTask``,
-    ``ListTasks``, ``CancelTask`` and ``SubscribeToTask``.
+    ``ListTasks``, ``CancelTask``, ``SubscribeToTask`` and the push-notification configs' operations
+    (:mod:`robotlab_django.a2a.push`).
 
     A message without a task id starts a run (on the thread its context id names, created if new; a new
     thread without one); a message with the id of an ``input-required`` task answers that task's question and
-    the run goes on. Push notifications and the extended card are not offered.
+    the run goes on. The extended card is not offered.
     """
 
     async def _owned(self, task_id: str, context: ServerCallContext) -> RobotResult:
@@ -175,9 +186,17 @@ class RobotLabRequestHandler(RequestHandler):
                 _invalid(f"Task {message.task_id} is {state}, not input-required: only a question takes a follow-up "
                          f"message. Send a new message on context {context_id} (no task id) to go on.")
             return row, context_id, after
+        webhook = params.configuration.task_push_notification_config if params.HasField("configuration") and \
+            params.configuration.HasField("task_push_notification_config") else None
+        if webhook is not None:  # refused before anything runs; stored with the row, before it is dispatched
+            try:
+                await sync_to_async(check_url)(webhook.url)
+            except WebhookURLError as exc:
+                _refused(exc)
         try:
-            row = await sync_to_async(protocol_runs.start_for_user)(user, agent, text, message.context_id or None,
-                                                                    attachments=files)
+            row = await sync_to_async(protocol_runs.start_for_user)(
+                user, agent, text, message.context_id or None, attachments=files,
+                on_stored=None if webhook is None else lambda stored: push.create_config(stored, user, webhook))
         except RateLimitedError as exc:
             raise RunRateLimitError(message=str(exc), data={"retry_after": str(exc.retry_after)}) from None
         except protocol_runs.SessionTakenError:
@@ -289,26 +308,44 @@ class RobotLabRequestHandler(RequestHandler):
         async for event in self._follow(row, protocol_runs.public_session_id(row.thread), 0):
             yield event
 
+    @validate_request_params
     async def on_create_task_push_notification_config(self, params: TaskPushNotificationConfig,
                                                       context: ServerCallContext) -> TaskPushNotificationConfig:
-        """Not offered: :class:`PushNotificationNotSupportedError`."""
-        raise PushNotificationNotSupportedError
+        """Register a webhook for the caller's task (``InvalidParamsError`` for a URL the settings do not allow)."""
+        user, _ = _caller(context)
+        row = await self._owned(params.task_id, context)
+        try:
+            return await sync_to_async(push.create_config)(row, user, params)
+        except WebhookURLError as exc:
+            _refused(exc)
+        except ValueError as exc:
+            _invalid(str(exc))
 
+    @validate_request_params
     async def on_get_task_push_notification_config(self, params: GetTaskPushNotificationConfigRequest,
                                                    context: ServerCallContext) -> TaskPushNotificationConfig:
-        """Not offered: :class:`PushNotificationNotSupportedError`."""
-        raise PushNotificationNotSupportedError
+        """A webhook config of the caller's task, its token included; ``TaskNotFoundError`` for another's."""
+        row = await self._owned(params.task_id, context)
+        found = await sync_to_async(push.get_config)(row, params.id)
+        if found is None:
+            raise TaskNotFoundError(message=f"Task {params.task_id} has no push-notification config {params.id!r}.")
+        return found
 
+    @validate_request_params
     async def on_list_task_push_notification_configs(
             self, params: ListTaskPushNotificationConfigsRequest,
             context: ServerCallContext) -> ListTaskPushNotificationConfigsResponse:
-        """Not offered: :class:`PushNotificationNotSupportedError`."""
-        raise PushNotificationNotSupportedError
+        """Every webhook config of the caller's task (one page: a task holds at most ``push.MAX_CONFIGS``)."""
+        row = await self._owned(params.task_id, context)
+        return ListTaskPushNotificationConfigsResponse(configs=await sync_to_async(push.list_configs)(row))
 
+    @validate_request_params
     async def on_delete_task_push_notification_config(self, params: DeleteTaskPushNotificationConfigRequest,
                                                       context: ServerCallContext) -> None:
-        """Not offered: :class:`PushNotificationNotSupportedError`."""
-        raise PushNotificationNotSupportedError
+        """Delete a webhook config of the caller's task; ``TaskNotFoundError`` for one that is not there."""
+        row = await self._owned(params.task_id, context)
+        if not await sync_to_async(push.delete_config)(row, params.id):
+            raise TaskNotFoundError(message=f"Task {params.task_id} has no push-notification config {params.id!r}.")
 
     async def on_get_extended_agent_card(self, params: GetExtendedAgentCardRequest,
                                          context: ServerCallContext) -> AgentCard:

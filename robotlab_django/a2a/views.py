@@ -2,9 +2,10 @@
 
 ``GET <name>/.well-known/agent-card.json`` (and ``GET`` of the index, every card) need no token: a card tells a
 client how to authenticate. ``POST <name>/`` (JSON-RPC: ``SendMessage``, ``SendStreamingMessage``, ``GetTask``,
-``ListTasks``, ``CancelTask``, ``SubscribeToTask``, and protocol 0.3's ``message/send``, ``message/stream``,
-``tasks/get``, ``tasks/cancel``, ``tasks/resubscribe``) needs ``Authorization: Bearer <token>``: 401 without a valid
-one. A session cookie does not authenticate, and CSRF does not apply.
+``ListTasks``, ``CancelTask``, ``SubscribeToTask``, the push-notification configs' operations, and protocol
+0.3's ``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``, ``tasks/resubscribe``) needs
+``Authorization: Bearer <token>``: 401 without a valid one. A session cookie does not authenticate, and CSRF does
+not apply.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
@@ -118,14 +118,16 @@ def _own_thread(session_id: str, user: _User) -> Thread:
     return created
 
 
-def start_for_user(user: _User, agent: str, text: str, session_id: str | None, *,
-                   attachments: object = None) -> RobotResult:
+def start_for_user(user: _User, agent: str, text: str, session_id: str | None, *, attachments: object = None,
+                   on_stored: Callable[[RobotResult], object] | None = None) -> RobotResult:
     """Queue a run of ``agent`` for ``text`` on ``user``'s thread ``session_id`` (created if new).
 
     Session ids are per user (:func:`scoped_session_id`): one that another user also uses names a session of
     ``user``'s own. ``attachments`` (files sent with the message) are stored with the row, so the worker that runs
-    it sends them to the model. It is dispatched to the configured executor under the agent's on-busy policy
-    (:mod:`robotlab_django.runs.busy`); returns the row. Nothing is written when the input is refused.
+    it sends them to the model. ``on_stored(row)`` is called in the transaction that stores the row, before it is
+    dispatched to the configured executor under the agent's on-busy policy (:mod:`robotlab_django.runs.busy`), so
+    what it stores (an A2A webhook) sees the whole run; returns the row. Nothing is written when the input is
+    refused.
 
     Raises:
         SessionTakenError: the scoped session id is a thread of another user that no protocol made.
@@ -143,6 +145,8 @@ def start_for_user(user: _User, agent: str, text: str, session_id: str | None, *
         if session_id is not None:
             thread = _own_thread(check_session_id(session_id), user)
         started = busy.start_run(thread, agent, text, user=user, attachments=attachments, limit_rate=True)
+        if on_stored is not None:
+            on_stored(started.row)
     busy.dispatch(started)
     return started.row
 

@@ -27,7 +27,8 @@ from urllib.parse import urlsplit
 from robotlab.attachments import Attachment
 from robotlab_django.conf import app_settings
 
-__all__ = ["PrivateAttachmentURLError", "TooManyAttachmentsError", "check_count", "check_urls", "non_public_address"]
+__all__ = ["PrivateAttachmentURLError", "TooManyAttachmentsError", "check_count", "check_urls", "non_public_address",
+           "resolved_addresses"]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: IPv6 prefixes that carry an IPv4 address in their last 32 bits (NAT64's well-known prefix).
@@ -73,7 +74,7 @@ def check_urls(files: Iterable[Attachment]) -> None:
             raise PrivateAttachmentURLError(f"Attachment {file.label}: its URL is malformed.") from None
         if not host:
             raise PrivateAttachmentURLError(f"Attachment {file.label}: its URL has no host.")
-        for address in _addresses(host, port):
+        for address in resolved_addresses(host, port):
             reason = non_public_address(address)
             if reason:
                 raise PrivateAttachmentURLError(
@@ -81,7 +82,7 @@ def check_urls(files: Iterable[Attachment]) -> None:
                     "only images on public hosts can be sent as URLs. Attach the image's bytes instead.")
 
 
-def _addresses(host: str, port: int | None) -> list[IPAddress]:
+def resolved_addresses(host: str, port: int | None) -> list[IPAddress]:
     """Every address ``host`` resolves to here (``[]`` when it does not resolve)."""
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)

@@ -45,6 +45,7 @@ from robotlab_django.runs.sync_bridge import blocking, blocks_own_thread, call_s
 from robotlab_django.storable import storable
 from robotlab_django.streaming.broadcast import ChannelLayer, get_layer, last_cursor, message, publish, sweep_later
 from robotlab_django.streaming.coalescer import Coalescer
+from robotlab_django.streaming.stored import events_stored
 
 if TYPE_CHECKING:
     from robotlab_django.models import RobotResult, RunEvent
@@ -71,7 +72,7 @@ def persist_events(thread_id: int, result_id: int, events: Sequence[Event]) -> l
     """Store ``events`` as ``RunEvent`` rows (one ``INSERT``); their wire dicts with ``cursor``.
 
     The wire dicts carry the stored text (:func:`~robotlab_django.storable.storable`: a NUL or a lone surrogate
-    replaced), so what a client sees live is what it replays.
+    replaced), so what a client sees live is what it replays; then :data:`.stored.events_stored` is sent.
     """
     model = swappable.event_model()
     stored = [Event(kind=event.kind, run_id=event.run_id, seq=event.seq, ts=event.ts, data=storable(event.data or {}))
@@ -81,6 +82,7 @@ def persist_events(thread_id: int, result_id: int, events: Sequence[Event]) -> l
               ts=event.ts, data=event.data)
         for event in stored
     ])
+    events_stored.send(sender=persist_events, result_id=result_id, events=stored)  # A2A push notifications
     return [{**event.to_dict(), "cursor": row.pk} for event, row in zip(stored, rows, strict=True)]
 
 

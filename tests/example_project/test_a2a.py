@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
+import json
 import re
 import sqlite3
 import subprocess
@@ -17,12 +20,15 @@ import pytest
 
 from tests.example_project.test_example_project import ROOT, manage, project_env, served_project
 from tests.robotlab_django.settings import REDIS_PREFIX
+from tests.robotlab_django.webhook import Webhook, serve_webhook
 
 a2a_client = pytest.importorskip("a2a.client")
 httpx = pytest.importorskip("httpx")
 from a2a.types.a2a_pb2 import (  # noqa: E402
     CancelTaskRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     Part,
@@ -32,6 +38,7 @@ from a2a.types.a2a_pb2 import (  # noqa: E402
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError  # noqa: E402
@@ -337,22 +344,35 @@ CELERY_ENV = {"REDIS_URL": CELERY_REDIS, "REDIS_PREFIX": f"{REDIS_PREFIX}:"}
 
 
 @pytest.fixture(scope="module")
-def celery_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    """The example project with ``REDIS_URL`` set: daphne sends every run to a Celery worker process."""
+def webhook() -> Iterator[Webhook]:
+    """A webhook receiver thread of the test process, which the Celery site allows (a loopback host)."""
+    with serve_webhook() as hook:
+        yield hook
+
+
+@pytest.fixture(scope="module")
+def celery_site(tmp_path_factory: pytest.TempPathFactory, webhook: Webhook) -> Iterator[Site]:
+    """The example project with ``REDIS_URL`` set: daphne sends every run to a Celery worker process.
+
+    Its A2A push notifications may go to the test's webhook receiver (and nowhere else).
+    """
     pytest.importorskip("redis").Redis.from_url(CELERY_REDIS).ping()
     tmp_path = tmp_path_factory.mktemp("a2a-celery")
+    env = {**CELERY_ENV, "ROBOTLAB_A2A_PUSH_URLS": webhook.url.rsplit("/", 1)[0] + "/",
+           "ROBOTLAB_A2A_PUSH_PRIVATE": "1"}
     manage(tmp_path, "migrate", "--noinput")
     manage(tmp_path, "demo_user")
     token = manage(tmp_path, "robotlab_token", "demo").stdout.strip().splitlines()[-1]
+    other = manage(tmp_path, "robotlab_token", "admin").stdout.strip().splitlines()[-1]
     log = (tmp_path / "worker.log").open("w")
     worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "example_site", "worker", "--pool", "solo",
                                "--hostname", "a2a-test@%h", "--without-gossip", "--without-mingle",
                                "--loglevel", "INFO"],
-                              cwd=ROOT / "example_project", env=project_env(tmp_path, **CELERY_ENV),
+                              cwd=ROOT / "example_project", env=project_env(tmp_path, **env),
                               stdout=log, stderr=subprocess.STDOUT)
     try:
-        with served_project(tmp_path, **CELERY_ENV) as url:
-            yield Site(f"{url}/a2a", token, "", tmp_path / "db.sqlite3")
+        with served_project(tmp_path, **env) as url:
+            yield Site(f"{url}/a2a", token, other, tmp_path / "db.sqlite3")
     finally:
         worker.terminate()
         try:
@@ -382,6 +402,60 @@ def test_tasks_run_on_a_celery_worker_and_a_question_waits_in_no_process(celery_
         jobs = [row[0] for row in connection.execute("SELECT task_id FROM robotlab_robotresult")]
     log = (celery_site.db.parent / "worker.log").read_text()
     assert len(jobs) == 2 and all(re.search(rf"\[{job}\] succeeded", log) for job in jobs), log  # the worker ran them
+
+
+def test_push_notifications_reach_a_webhook_signed_and_retried_by_the_worker(celery_site: Site,
+                                                                             webhook: Webhook) -> None:
+    """The SDK's client registers a webhook with its message: ``working`` and ``input-required`` arrive; registered
+    again on the parked task, answering it sends ``working`` and ``completed``, each signed, from the Celery
+    worker, which retries the notification the webhook first refused (HTTP 500)."""
+    async def main() -> tuple[Task, TaskPushNotificationConfig, Task]:
+        async with _client(celery_site, "concierge", streaming=False) as client:
+            request = _message("Ask the user which plan suits them")
+            request.configuration.task_push_notification_config.CopyFrom(TaskPushNotificationConfig(
+                id="hook", url=webhook.url, token="hook-secret"))  # with the message: from its first state on
+            asked = (await _events(client, request))[0].task
+            assert webhook.wait_for(2, 60), webhook.states()
+            assert webhook.states() == ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]
+            question = json.loads(webhook.received[1][1])["task"]["status"]["message"]["parts"][0]["text"]
+            assert question == asked.status.message.parts[0].text and question  # the question, as GetTask has it
+            config = await client.create_task_push_notification_config(TaskPushNotificationConfig(
+                task_id=asked.id, id="hook", url=webhook.url, token="hook-secret"))  # the same id: replaced
+            listed = await client.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=asked.id))
+            assert [found.id for found in listed.configs] == ["hook"]
+            with pytest.raises(InvalidParamsError, match="Webhook refused"):
+                await client.create_task_push_notification_config(TaskPushNotificationConfig(
+                    task_id=asked.id, url="http://169.254.169.254/latest/meta-data/"))
+            async with _client(celery_site, "concierge", token=celery_site.other_token, streaming=False) as other:
+                with pytest.raises(TaskNotFoundError):
+                    await other.get_task_push_notification_config(
+                        GetTaskPushNotificationConfigRequest(task_id=asked.id, id="hook"))
+                with pytest.raises(TaskNotFoundError):
+                    await other.create_task_push_notification_config(TaskPushNotificationConfig(
+                        task_id=asked.id, url=webhook.url))
+            webhook.failures = 1  # the first notification is refused; the worker's retry takes it
+            done = (await _events(client, _message("the team plan", asked)))[0].task
+            return asked, config, done
+
+    card = httpx.get(f"{celery_site.url}/concierge/.well-known/agent-card.json").json()
+    assert card["capabilities"]["pushNotifications"] is True
+    asked, config, done = asyncio.run(asyncio.wait_for(main(), 240))
+    assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and config.token == "hook-secret"
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert webhook.wait_for(4, 60), (webhook.states(), (celery_site.db.parent / "worker.log").read_text())
+    assert webhook.refused == 1
+    assert sorted(webhook.states()[2:]) == ["TASK_STATE_COMPLETED", "TASK_STATE_WORKING"]  # each state once
+    assert len(webhook.received) == 4
+    for headers, body in webhook.received:
+        assert headers["X-RobotLab-Signature"] == "sha256=" + hmac.new(b"hook-secret", body, hashlib.sha256).hexdigest()
+        assert json.loads(body)["task"]["id"] == done.id
+    completed = next(json.loads(body)["task"] for _, body in webhook.received
+                     if json.loads(body)["task"]["status"]["state"] == "TASK_STATE_COMPLETED")
+    assert completed["artifacts"][0]["parts"][0]["text"] == _reply(done)
+    log = (celery_site.db.parent / "worker.log").read_text()
+    assert re.search(r"send_push_notification\[[^\]]+\] retry", log), log  # Celery's own retry, with backoff
+    assert "hook-secret" not in log
 
 
 def test_the_docs_client_snippet_runs(a2a_site: Site) -> None:

@@ -2,7 +2,10 @@
 project under Celery (a prefork worker, one child), on a Redis database of this module's own.
 
 * A network turn runs one job per task (distributed), each task's events on its own row: the protocol streams
-  send each task's text as it streams, joined exactly to the task rows' replies.
+  send each task's text as it streams (a specialist's text arrives while its row is still running), joined exactly
+  to the task rows' replies.
+* A network turn whose specialist's pool child is SIGKILLed mid-stream (the task executed again): an A2A stream
+  dropped there and ``SubscribeToTask`` join to exactly the stored replies, as ACP's stored events do.
 * A stream across a SIGKILLed pool child (the run executed again, attempts 2) joins to the stored reply: the new
   attempt's text, which repeats what was sent, is not sent again.
 * A network turn cancelled while its specialist streams keeps the text streamed so far on the turn's row and the
@@ -284,6 +287,73 @@ def test_a_stream_across_a_killed_worker_joins_to_the_stored_reply(site: Site) -
     events = [event for _, event in _agui(site, "chat", body, f"{run['run_id']}:0:s3:")]
     assert [event["type"] for event in events].count("TEXT_MESSAGE_START") == 1
     assert _agui_text(events) == run["reply"] and events[-1]["outcome"] == {"type": "success"}
+
+
+def test_a_network_turn_across_a_killed_worker_streams_each_task_live_and_joins_exactly(site: Site) -> None:
+    """A2A: a network turn's specialist streams while its row is still running (live, not replayed at the end); its
+    pool child is SIGKILLed mid-stream and the client's stream dropped there; ``SubscribeToTask`` then yields the
+    rest, and the artifacts end as exactly the stored replies (the task's new attempt sends nothing twice), as
+    ACP's stored events of the same run do."""
+    message = "I need a refund for my invoice: " + " ".join(f"item{n}" for n in range(200))
+
+    async def main() -> tuple[list[StreamResponse], list[StreamResponse], list[int], str]:
+        left: list[StreamResponse] = []
+        killed: list[int] = []
+        status = ""
+        async with _a2a(site, "support") as client:
+            async for event in client.send_message(_a2a_message(message)):
+                left.append(event)
+                billing = _artifacts(left).get("task-billing", "")
+                if "item20" in billing:
+                    turn = _row(site.db, left[0].task.id)
+                    status = next(t["status"] for t in turn["tasks"] if t["task"] == "billing")
+                    killed = children(site.worker.pid)
+                    for pid in killed:
+                        os.kill(pid, signal.SIGKILL)
+                    break  # the client's stream drops with the worker
+            again = [event async for event in client.subscribe(SubscribeToTaskRequest(id=left[0].task.id))]
+        return left, again, killed, status
+
+    left, again, killed, status = asyncio.run(asyncio.wait_for(main(), WAIT))
+    assert killed and status == "running"  # the text came while the task was still answering
+    assert again[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    turn = _row(site.db, left[0].task.id)
+    classifier, billing = turn["tasks"]
+    assert (classifier["task"], billing["task"], turn["status"]) == ("classifier", "billing", "completed")
+    [(attempts,)] = _query(site.db, "SELECT attempts FROM robotlab_robotresult WHERE id = ?", billing["pk"])
+    [(restarts,)] = _query(site.db, "SELECT count(*) FROM robotlab_runevent WHERE result_id = ? AND kind = ?",
+                           billing["pk"], "step.started")
+    assert attempts == 2 and restarts == 2  # the specialist did stream twice
+    assert "item199" in billing["reply"] and billing["reply"].count("item20 ") == 1
+    expected = {"task-classifier": classifier["reply"], "task-billing": billing["reply"], "reply": turn["reply"]}
+    assert _artifacts(again) == expected  # the subscription alone: exactly the stored text
+    assert _artifacts(left + again) == expected  # and joined to what the dropped stream had sent
+    billing_chunks = [e for e in again if e.HasField("artifact_update")
+                      and e.artifact_update.artifact.artifact_id == "task-billing"]
+    assert not any(chunk.artifact_update.append is False for chunk in billing_chunks[1:])  # nothing to take back
+    stored = _stored_parts(site, left[0].task.id)  # ACP reads the same run: each task's text once
+    assert _acp_text(stored) == classifier["reply"] + billing["reply"]
+
+
+def test_acp_streams_a_network_task_while_its_row_is_running(site: Site) -> None:
+    """ACP under Celery: a specialist's text arrives while its task row is still running, not once the turn ends."""
+    message = "I need a refund for my invoice: " + " ".join(f"item{n}" for n in range(200))
+
+    async def main() -> tuple[list[Any], str]:
+        events: list[Any] = []
+        status = ""
+        async with _acp(site) as client:
+            async for event in client.run_stream(message, agent="support"):
+                events.append(event)
+                if not status and event.type == "message.part" and "item20" in _acp_text(events):
+                    run_id = next(e.run.run_id for e in events if e.type == "run.created")
+                    status = next(t["status"] for t in _row(site.db, str(run_id))["tasks"] if t["task"] == "billing")
+        return events, status
+
+    events, status = asyncio.run(asyncio.wait_for(main(), WAIT))
+    assert status == "running" and events[-1].type == "run.completed"
+    turn = _row(site.db, str(events[-1].run.run_id))
+    assert _acp_text(events) == "".join(t["reply"] for t in turn["tasks"]) and "item199" in turn["reply"]
 
 
 def test_a_cancelled_network_turn_keeps_what_its_task_streamed(site: Site) -> None:

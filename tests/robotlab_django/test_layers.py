@@ -24,7 +24,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("foundation", {"conf", "chat.csp", "encoders", "runs.attachments", "runs.step_writer", "runs.sync_bridge",
                     "scaffolding.naming", "storable", "streaming.streamed_text", "templatetags",
                     "workers.redis_broker"}),
-    ("models and registry", {"abstract_models", "accounting.models", "checks", "evals.models", "models", "registry",
+    ("models and registry", {"abstract_models", "accounting.models", "checks", "evals.models", "models",
+                             "protocols.push_models", "registry",
                              "scaffolding", "swappable", "runs.deps", "versions.models", "workers.presence"}),
     ("storage", {"accounting", "chat.access", "chat.revocation", "networks.graph", "privacy.retention",
                  "protocols.tokens", "runs.approvals", "runs.checkpoints", "runs.effects", "runs.history",
@@ -46,7 +47,8 @@ FORBIDDEN = [
 ]
 
 #: The modules of the app's models: ``models`` and the ones it imports its concepts' models from.
-MODEL_MODULES = {"abstract_models", "models", "accounting.models", "evals.models", "versions.models"}
+MODEL_MODULES = {"abstract_models", "models", "accounting.models", "evals.models", "protocols.push_models",
+                 "versions.models"}
 
 #: Only these modules may import ``robotlab_django.tasks`` (the Celery task): the one dispatcher.
 DISPATCHERS = {"runs.executor"}
