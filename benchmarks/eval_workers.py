@@ -2,7 +2,8 @@
 
 The ``echo`` robot of the tests answers each case with one model call to a fake OpenAI-compatible server in its
 own process (``FakeLLMServerProcess``, RobotLab's default transport), every call answered after ``--latency``
-seconds (200 ms: a provider's pace), so the model calls, not this machine's cores, bound the eval. The set has
+seconds (200 ms by default, a provider's pace, so that the model calls rather than the cores bound the eval; on
+a 2-core machine a job's own CPU still shows at that pace, see ``busy``, and ``--latency 1`` leaves it aside). The set has
 ``--cases`` cases (every tenth expects another reply, so it fails: the score is 0.9), loaded from YAML by the
 command itself (``--load``).
 
@@ -10,9 +11,12 @@ For each worker count (``--counts``, 1 and 4 by default) it starts a real Celery
 n worker processes, the tests' Celery app, Redis database 15 as broker, the run's own queue and key prefix), runs
 ``manage.py robotlab_eval echo --load <set.yaml> --concurrency <c> --threshold 0.85`` as a subprocess
 (``EXECUTOR = "celery"``: each case is a Celery job, ``--concurrency`` cases in flight, the same for every count)
-and stops the worker. It prints each count's wall (the command's process, start to exit), the eval's own duration
-(``EvalRun.duration``), its score and exit status, the ratio of each wall to the one-worker wall, and finally runs
-the command once more on a small set with ``--threshold 0.95`` (over the score), whose exit status must be 3.
+and, with the worker still up, once more on a 10-case set with ``--concurrency 1`` and ``--threshold 0.95`` (over
+the score, so its exit status must be 3), then stops the worker. It prints each count's wall (the command's
+process, start to exit), the eval's own duration (``EvalRun.duration``), the ratio of each wall to the one-worker
+wall, the score, how many worker processes ran a case, the exit statuses, how busy the machine's cores were over
+the eval (near 100 %: the cores, not the model calls, bound it) and the most case runs in flight at once (their
+rows' start and finish: at most the worker processes, and 1 in the ``--concurrency 1`` run).
 
 The last line reads ``eval_workers: cases=<n> 1w=<s> 4w=<s> ratio=<x> exit=<rc> under_threshold_exit=<rc>``
 (the ratio: the largest count's wall over the one-worker wall; issue 30 asks about 0.25).
@@ -110,14 +114,36 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=15)
 
 
+def machine_ticks() -> tuple[int, int]:
+    """This machine's busy and total CPU ticks so far, over every core (``/proc/stat``)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = values[3] + values[4]  # idle, iowait
+    return sum(values) - idle, sum(values)
+
+
+def most_in_flight(eval_run: Any) -> int:
+    """The most case runs that were running at once (their rows' ``started_at`` to ``finished_at``)."""
+    events = []
+    for started, finished in eval_run.results.values_list("result__started_at", "result__finished_at"):
+        if started is not None and finished is not None:
+            events += [(started, 1), (finished, -1)]
+    running = most = 0
+    for _at, step in sorted(events):  # at a tie, an end (-1) sorts before a start
+        running += step
+        most = max(most, running)
+    return most
+
+
 def run_command(env: dict[str, str], path: Path, concurrency: int, threshold: float) -> dict[str, Any]:
     """Run ``robotlab_eval`` on the set in ``path``: its wall, exit status, eval run and summary line."""
+    busy, total = machine_ticks()
     started = time.perf_counter()
     process = subprocess.run(
         [sys.executable, "-c", MANAGE, "robotlab_eval", "echo", "--load", str(path), "--concurrency",
          str(concurrency), "--threshold", str(threshold), "--timeout", "120"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     wall = time.perf_counter() - started
+    busy_after, total_after = machine_ticks()
     run = re.search(r"^Eval run (\d+):", process.stdout, re.M)
     totals = re.search(r"^(\d+)/(\d+) passed, score (\S+),", process.stdout, re.M)
     if run is None or totals is None:
@@ -127,8 +153,10 @@ def run_command(env: dict[str, str], path: Path, concurrency: int, threshold: fl
 
     eval_run = EvalRun.objects.get(pk=int(run.group(1)))
     return {"wall": wall, "duration": eval_run.duration, "exit": process.returncode, "passed": int(totals.group(1)),
+            "machine_busy": (busy_after - busy) / max(1, total_after - total),
             "cases": int(totals.group(2)), "score": float(totals.group(3)),
-            "workers": eval_run.results.values("result__worker", "result__worker_pid").distinct().count()}
+            "workers": eval_run.results.values("result__worker", "result__worker_pid").distinct().count(),
+            "in_flight": most_in_flight(eval_run)}
 
 
 def measure(count: int, env: dict[str, str], workdir: Path, sets: dict[str, Path],
@@ -139,7 +167,8 @@ def measure(count: int, env: dict[str, str], workdir: Path, sets: dict[str, Path
     worker = start_worker(workdir, env, TASK_QUEUE, count)
     try:
         figures = run_command(env, sets["main"], concurrency, 0.85)
-        figures["under"] = run_command(env, sets["small"], concurrency, 0.95)["exit"]
+        small = run_command(env, sets["small"], 1, 0.95)  # one case at a time, whatever the workers
+        figures.update(under=small["exit"], under_in_flight=small["in_flight"])
     finally:
         stop(worker)
     return {"processes": count, **figures}
@@ -189,11 +218,11 @@ def main() -> None:
     print(f"robotlab_eval over {args.cases} cases, {args.latency * 1000:.0f} ms a model call, --concurrency "
           f"{args.concurrency}, {args.db}, {os.cpu_count()} cores")
     print(f"  {'workers':>7} {'wall s':>7} {'eval s':>7} {'ratio':>6} {'score':>6} {'passed':>7} {'ran on':>7} "
-          f"{'exit':>5} {'exit@0.95':>9}")
+          f"{'exit':>5} {'exit@0.95':>9} {'busy':>6} {'in flight':>9}")
     for r in results:
         print(f"  {r['processes']:7d} {r['wall']:7.2f} {r['duration']:7.2f} {r['wall'] / base['wall']:6.2f} "
               f"{r['score']:6.3f} {r['passed']:3d}/{r['cases']:<3d} {r['workers']:7d} {r['exit']:5d} "
-              f"{r['under']:9d}")
+              f"{r['under']:9d} {r['machine_busy']:6.0%} {r['in_flight']:9d}")
     print(f"target: {last['processes']} workers in about 1/{last['processes']} of one's wall: "
           f"{ratio:.2f} (ideal {1 / last['processes']:.2f}); exit 0 at --threshold 0.85, "
           f"{UNDER_THRESHOLD} at 0.95")
