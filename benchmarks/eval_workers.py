@@ -3,9 +3,9 @@
 The ``echo`` robot of the tests answers each case with one model call to a fake OpenAI-compatible server in its
 own process (``FakeLLMServerProcess``, RobotLab's default transport), every call answered after ``--latency``
 seconds (200 ms by default, a provider's pace, so that the model calls rather than the cores bound the eval; on
-a 2-core machine a job's own CPU still shows at that pace, see ``busy``, and ``--latency 1`` leaves it aside). The set has
-``--cases`` cases (every tenth expects another reply, so it fails: the score is 0.9), loaded from YAML by the
-command itself (``--load``).
+a 2-core machine a job's own CPU still shows at that pace, see ``busy``, and ``--latency 1`` leaves it aside).
+The set has ``--cases`` cases (every tenth expects another reply, so it fails: the score is 0.9), loaded from YAML
+by the command itself (``--load``).
 
 For each worker count (``--counts``, 1 and 4 by default) it starts a real Celery worker (``--pool=prefork -c <n>``:
 n worker processes, the tests' Celery app, Redis database 15 as broker, the run's own queue and key prefix), runs
@@ -15,8 +15,9 @@ and, with the worker still up, once more on a 10-case set with ``--concurrency 1
 the score, so its exit status must be 3), then stops the worker. It prints each count's wall (the command's
 process, start to exit), the eval's own duration (``EvalRun.duration``), the ratio of each wall to the one-worker
 wall, the score, how many worker processes ran a case, the exit statuses, how busy the machine's cores were over
-the eval (near 100 %: the cores, not the model calls, bound it) and the most case runs in flight at once (their
-rows' start and finish: at most the worker processes, and 1 in the ``--concurrency 1`` run).
+the eval (near 100 %: the cores, not the model calls, bound it), the most case runs in flight at once (their
+rows' start and finish: at most the worker processes, and 1 in the ``--concurrency 1`` run) and the CPU seconds
+the command's own process used (queueing the cases, waiting on their rows, scoring and storing them).
 
 The last line reads ``eval_workers: cases=<n> 1w=<s> 4w=<s> ratio=<x> exit=<rc> under_threshold_exit=<rc>``
 (the ratio: the largest count's wall over the one-worker wall; issue 30 asks about 0.25).
@@ -33,6 +34,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -137,6 +139,7 @@ def most_in_flight(eval_run: Any) -> int:
 def run_command(env: dict[str, str], path: Path, concurrency: int, threshold: float) -> dict[str, Any]:
     """Run ``robotlab_eval`` on the set in ``path``: its wall, exit status, eval run and summary line."""
     busy, total = machine_ticks()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the command is the only child reaped meanwhile
     started = time.perf_counter()
     process = subprocess.run(
         [sys.executable, "-c", MANAGE, "robotlab_eval", "echo", "--load", str(path), "--concurrency",
@@ -144,6 +147,8 @@ def run_command(env: dict[str, str], path: Path, concurrency: int, threshold: fl
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     wall = time.perf_counter() - started
     busy_after, total_after = machine_ticks()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    command_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     run = re.search(r"^Eval run (\d+):", process.stdout, re.M)
     totals = re.search(r"^(\d+)/(\d+) passed, score (\S+),", process.stdout, re.M)
     if run is None or totals is None:
@@ -153,7 +158,7 @@ def run_command(env: dict[str, str], path: Path, concurrency: int, threshold: fl
 
     eval_run = EvalRun.objects.get(pk=int(run.group(1)))
     return {"wall": wall, "duration": eval_run.duration, "exit": process.returncode, "passed": int(totals.group(1)),
-            "machine_busy": (busy_after - busy) / max(1, total_after - total),
+            "machine_busy": (busy_after - busy) / max(1, total_after - total), "command_cpu": command_cpu,
             "cases": int(totals.group(2)), "score": float(totals.group(3)),
             "workers": eval_run.results.values("result__worker", "result__worker_pid").distinct().count(),
             "in_flight": most_in_flight(eval_run)}
@@ -222,7 +227,7 @@ def main() -> None:
     for r in results:
         print(f"  {r['processes']:7d} {r['wall']:7.2f} {r['duration']:7.2f} {r['wall'] / base['wall']:6.2f} "
               f"{r['score']:6.3f} {r['passed']:3d}/{r['cases']:<3d} {r['workers']:7d} {r['exit']:5d} "
-              f"{r['under']:9d} {r['machine_busy']:6.0%} {r['in_flight']:9d}")
+              f"{r['under']:9d} {r['machine_busy']:6.0%} {r['in_flight']:9d} {r['command_cpu']:7.2f}")
     print(f"target: {last['processes']} workers in about 1/{last['processes']} of one's wall: "
           f"{ratio:.2f} (ideal {1 / last['processes']:.2f}); exit 0 at --threshold 0.85, "
           f"{UNDER_THRESHOLD} at 0.95")
