@@ -25,10 +25,8 @@ from robotlab_django.registry import registry
 if TYPE_CHECKING:
     from django.apps import AppConfig
 
-__all__ = ["CHECK_ID", "check_online_evals", "spec_problems"]
+__all__ = ["check_online_evals", "spec_problems"]
 
-#: The id of every message of this check.
-CHECK_ID = "robotlab.E005"
 #: What each evaluator kind needs in its spec.
 REQUIRED = {"regex": ("pattern",), "json_schema": ("schema",), "callable": ("path",), "judge": ("robot",)}
 _ALL_KINDS = (*sorted(KINDS), "judge")
@@ -96,5 +94,6 @@ def check_online_evals(app_configs: Sequence[AppConfig] | None = None, **kwargs:
     if not isinstance(everything, Mapping):
         return []  # robotlab.E002 reports a value that is not a dict
     robots = registry.names()
-    return [Error(f"ROBOTLAB['ONLINE_EVALS'][{name!r}] {problem}.", hint=SETTINGS["ONLINE_EVALS"].doc, id=CHECK_ID)
+    return [Error(f"ROBOTLAB['ONLINE_EVALS'][{name!r}] {problem}.", hint=SETTINGS["ONLINE_EVALS"].doc,
+                  id="robotlab.E005")
             for name, entry in everything.items() for problem in _entry_problems(name, entry, robots)]
