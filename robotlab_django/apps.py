@@ -40,6 +40,7 @@ class RobotLabConfig(AppConfig):
         from robotlab_django import checks as robotlab_checks
         from robotlab_django.chat import revocation
         from robotlab_django.conf import app_settings
+        from robotlab_django.evals import checks as eval_checks
         from robotlab_django.evals import online
         from robotlab_django.privacy import erasure
         from robotlab_django.protocols import push as a2a_push
@@ -56,6 +57,7 @@ class RobotLabConfig(AppConfig):
         checks.register(robotlab_checks.check_workers, deploy=True)
         checks.register(robotlab_checks.check_broker_transport, deploy=True)
         checks.register(robotlab_checks.check_database_connections)
+        checks.register(eval_checks.check_online_evals)
         revocation.connect_signals()  # a logout or deactivation closes the user's thread sockets
         api_tokens.connect_signals()  # a password change revokes the user's API tokens
         erasure.connect_signals()  # ROBOTLAB["ERASE_ON_USER_DELETE"]: deleting a user erases their content

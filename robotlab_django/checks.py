@@ -7,6 +7,7 @@
                   (``THREAD_MODEL``, ``RESULT_MODEL``, ``EVENT_MODEL``, ``STEP_MODEL``, ``SPAN_MODEL``) names no
                   installed model.
 ``robotlab.E004`` ``ROBOTLAB`` holds what looks like an API key or secret.
+``robotlab.E005`` ``ONLINE_EVALS`` names an unknown robot, a bad rate or evaluator (``evals/checks.py``).
 ``robotlab.W001`` An unknown key (probably a typo; the hint suggests the closest key).
 ``robotlab.W002`` No LLM is configured: runs will fail until a model or a provider key is set.
 ``robotlab.W003`` The chat pages are routed but no channel layer is configured: nothing streams.

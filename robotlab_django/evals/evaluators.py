@@ -25,7 +25,7 @@ from django.utils.module_loading import import_string
 from robotlab_django.evals.judge import judge
 from robotlab_django.evals.verdicts import Reply, Score
 
-__all__ = ["Reply", "Score", "UnknownEvaluatorError", "evaluate", "evaluator"]
+__all__ = ["KINDS", "Reply", "Score", "UnknownEvaluatorError", "evaluate", "evaluator"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -119,6 +119,7 @@ def _tool_calls(spec: Mapping[str, Any], reply: Reply) -> Score:
     return Score("tool_calls", score, "; ".join(reasons) or f"made the {len(expected)} expected calls")
 
 
+#: The evaluators by kind, but ``judge`` (:mod:`robotlab_django.evals.judge`, which :func:`evaluate` calls).
 KINDS: dict[str, Callable[[Mapping[str, Any], Reply], Score]] = {
     "exact": _exact, "contains": _contains, "regex": _regex, "json_schema": _json_schema, "callable": _callable,
     "tool_calls": _tool_calls,

@@ -32,6 +32,8 @@ __all__ = ["EVAL_THREAD_PREFIX", "CaseRun", "RecordedLLM", "RecordingExhaustedEr
 #: The start of the session ids of the threads cases replay on (online evals leave their runs alone).
 EVAL_THREAD_PREFIX = "eval-"
 
+#: Seconds between the first reads of a live case's status, and the most between later ones.
+POLL_FIRST, POLL_MOST = 0.05, 0.2
 FINISHED = (Status.COMPLETED, Status.FAILED, Status.SKIPPED, Status.CANCELLED, Status.AWAITING)
 
 
@@ -109,15 +111,19 @@ def _queue(case: EvalCase, robot_name: str, version: RobotVersion | None, key: s
 
 
 def _wait(pk: int, timeout: float) -> RobotResult:
-    """The row once it finished (polled: a Celery worker runs it elsewhere), or as it is at the deadline."""
+    """The row once it finished (polled: a Celery worker runs it elsewhere), or as it is at the deadline.
+
+    Only its status is read while it runs, every :data:`POLL_FIRST` seconds at first, then less often, up to
+    every :data:`POLL_MOST` (``--concurrency`` threads wait at once: their queries were a core's fifth).
+    """
     model = swappable.result_model()
     deadline = time.monotonic() + timeout
-    pause = threading.Event()
-    while True:
-        row = model.objects.get(pk=pk)
-        if row.status in FINISHED or time.monotonic() >= deadline:
-            return row
-        pause.wait(0.05)
+    pause, interval = threading.Event(), POLL_FIRST
+    status = model.objects.filter(pk=pk).values_list("status", flat=True)
+    while status.first() not in FINISHED and time.monotonic() < deadline:
+        pause.wait(interval)
+        interval = min(POLL_MOST, interval * 1.5)
+    return model.objects.get(pk=pk)
 
 
 def replay_case(case: EvalCase, robot_name: str, version: RobotVersion | None, *, key: str, offline: bool = False,

@@ -78,6 +78,24 @@ def test_a_30_percent_rollout_takes_about_30_percent_of_new_threads_sticky_per_t
     assert all(0 <= bucket("echo", key) < 100 for key in chosen)
 
 
+def test_a_30_percent_rollout_sends_about_30_percent_of_200_new_threads_runs_to_the_label_sticky(
+        scripted_llm: Callable[..., FakeLLM]) -> None:
+    llm = scripted_llm(*["ok"] * 400)
+    stable = set_current(_version(1, prompt="Stable."))
+    canary = _version(2, prompt="Canary.")
+    RobotLabel.objects.create(robot_name="echo", name="canary", version=canary, rollout_percent=30)
+    first = [services.run_robot(f"rollout-{index}", "echo", "one") for index in range(200)]
+    again = [services.run_robot(f"rollout-{index}", "echo", "two") for index in range(200)]
+    versions = dict(RobotResult.objects.filter(pk__in=[row.pk for row in first + again])
+                    .values_list("pk", "version_id"))
+    share = sum(versions[row.pk] == canary.pk for row in first)
+    assert 40 <= share <= 80  # 30 +/- 10 % of 200 new threads
+    assert {versions[row.pk] for row in first} == {stable.pk, canary.pk}
+    assert all(versions[a.pk] == versions[b.pk] for a, b in zip(first, again, strict=True))  # sticky per thread
+    prompts = [request.messages[0]["content"] for request in llm.requests]  # each run ran its version's prompt
+    assert prompts == ["Canary." if versions[row.pk] == canary.pk else "Stable." for row in first + again]
+
+
 def test_runs_of_one_thread_stay_on_its_version_and_rollback_moves_new_runs_at_once(
         scripted_llm: Callable[..., FakeLLM]) -> None:
     llm = scripted_llm("a", "b", "c", "d")
