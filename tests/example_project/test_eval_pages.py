@@ -3,7 +3,8 @@
 The seed is real: two offline eval runs of the ``chat`` robot (the second after three cases' recorded outputs
 changed, pinned to a second version), and production runs on the offline demo model scored by online evals (their
 scores moved back over two weeks, a version each week). With ``ROBOTLAB_SCREENSHOTS=<folder>`` the test also writes
-the docs' pictures there (``docs/django/img``: ``admin-eval-compare-1400.png``, ``admin-online-scores-1400.png``).
+the docs' pictures there (``docs/django/img``: ``admin-eval-compare-1400.png``, ``admin-online-scores-1400.png``,
+``admin-version-diff-1400.png``).
 """
 
 from __future__ import annotations
@@ -134,6 +135,17 @@ def test_two_runs_compared_and_the_rolling_score_in_chromium(eval_site: tuple[st
             expect(rows.nth(1).locator("td").nth(1)).to_have_text("v2")
             expect(online.locator("svg.robotlab-chart polyline")).to_have_count(2)
             _shoot(online, "admin-online-scores-1400.png")
+
+            page.goto(url + "/admin/robotlab/robotversion/")  # issue 30 (1): two versions' diff, side by side
+            page.check("#action-toggle")
+            page.select_option("select[name=action]", "compare")
+            page.click("button[name=index]")
+            diff = page.locator("table.robotlab-diff")
+            expect(diff.locator("thead th")).to_have_count(2)
+            changed = diff.locator("tbody tr:not(.diff-equal)").filter(has_text="You answer")
+            expect(changed.first.locator("td").nth(0)).to_have_text("You answer support questions.")
+            expect(changed.first.locator("td").nth(1)).to_have_text("You answer briefly.")
+            _shoot(page, "admin-version-diff-1400.png", full_page=True)
             assert dialogs == []
         finally:
             browser.close()
