@@ -115,8 +115,12 @@ class DemoLLM:
 
     Args:
         delay: Seconds between streamed words: 0.02 by default, so a chat page shows the reply
-            streaming as a real model's would; 0 answers at once (for tests).
+            streaming as a real model's would; 0 answers at once (for tests). A tool call comes after
+            :data:`THINK_WORDS` times that, as a real model's takes a moment.
     """
+
+    THINK_WORDS = 8
+    """How many words' time the model takes before it answers with a tool call."""
 
     def __init__(self, *, delay: float = 0.02) -> None:
         self.delay = delay
@@ -181,6 +185,8 @@ class DemoLLM:
         response.input_tokens = max(1, prompt // 4)
         response.output_tokens = max(1, len(response.content or "") // 4)
         response.model = "demo"
+        if response.tool_calls and self.delay:
+            await asyncio.sleep(self.delay * self.THINK_WORDS)
         if on_text is not None and response.content:
             for piece in re.findall(r"\S+\s*", response.content):
                 on_text(piece)

@@ -86,3 +86,35 @@ def test_interrupt_stops_the_reply_keeping_its_text_and_answers_the_new_message(
         page.reload()  # as stored: the partial reply, cancelled, then the new one
         expect(page.locator(".rl-message.user .rl-text")).to_have_text(["first message", "second message"])
         expect(page.locator(".rl-message.assistant .rl-status").first).to_have_text("cancelled")
+
+
+def test_steer_adds_the_message_to_the_running_reply(tmp_path: Path) -> None:
+    """The first reply waits on a tool call (the demo model takes eight words' time before one, here 2 s), so the
+    second message is sent before its next model call, which reads it."""
+    pytest.importorskip("playwright.sync_api")
+    from playwright.sync_api import expect, sync_playwright
+
+    env = {"ROBOTLAB_ON_BUSY": "steer", "ROBOTLAB_DEMO_DELAY": DELAY}
+    manage(tmp_path, "migrate", "--noinput", **env)
+    manage(tmp_path, "demo_user", **env)
+    with served_project(tmp_path, **env) as url, sync_playwright() as playwright:
+        browser = launch(playwright)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(30_000)
+            _log_in(page, url, "chat")
+            expect(page.locator("#rl-connection")).to_have_text("live")
+            _send(page, "What is 2+3?")
+            replies = page.locator(".rl-message.assistant")
+            expect(replies.nth(0).locator(".rl-status")).to_have_text("thinking…")
+            _send(page, "second message")
+            expect(replies.nth(1).locator(".rl-status")).to_have_text("added to the reply above")
+            first = replies.nth(0).locator(".rl-text")
+            expect(first).to_contain_text("You said: 'second message'", timeout=60_000)  # the same reply read it
+            expect(replies.nth(0).locator(".rl-status")).to_have_text("")
+            page.reload()  # as stored: both messages, one reply
+            expect(page.locator(".rl-message.user .rl-text")).to_have_text(["What is 2+3?", "second message"])
+            expect(page.locator(".rl-message.assistant .rl-status")).to_have_text(["added to the reply above"])
+            expect(page.locator(".rl-message.assistant .rl-text").first).to_contain_text("second message")
+        finally:
+            browser.close()
