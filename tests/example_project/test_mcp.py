@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.example_project.test_example_project import ROOT, manage, project_env, served_project
+from tests.robotlab_django.settings import REDIS_PREFIX
 
 pytest.importorskip("mcp.client")
 import httpx2  # noqa: E402
@@ -285,3 +286,67 @@ def test_the_docs_client_snippet_runs(mcp_site: Site) -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == "chat, concierge, orders, support"
     assert "You said: 'Hello there'" in lines[1]
+
+
+#: Redis for the Celery site (its names carry this test run's prefix: another checkout's worker never takes its jobs).
+CELERY_ENV = {"REDIS_URL": "redis://127.0.0.1:6379/11", "REDIS_PREFIX": f"{REDIS_PREFIX}:mcp:"}
+
+
+@pytest.fixture(scope="module")
+def mcp_celery_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """Two daphne processes of the example project sending every run to a Celery worker process (Redis)."""
+    pytest.importorskip("redis").Redis.from_url(CELERY_ENV["REDIS_URL"]).ping()
+    tmp_path = tmp_path_factory.mktemp("mcp-celery")
+    manage(tmp_path, "migrate", "--noinput")
+    manage(tmp_path, "demo_user")
+    token = manage(tmp_path, "robotlab_token", "demo").stdout.strip().splitlines()[-1]
+    other = manage(tmp_path, "robotlab_token", "admin").stdout.strip().splitlines()[-1]
+    env = {**CELERY_ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    log = (tmp_path / "worker.log").open("w")
+    worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "example_site", "worker", "--pool", "solo",
+                               "--hostname", "mcp-test@%h", "--without-gossip", "--without-mingle",
+                               "--loglevel", "INFO"], cwd=ROOT / "example_project",
+                              env=project_env(tmp_path, **env), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        with ExitStack() as stack:
+            dirs = [tmp_path / name for name in ("web1", "web2")]
+            urls = []
+            for folder in dirs:
+                folder.mkdir()
+                urls.append(stack.enter_context(served_project(folder, **env)))
+            yield Site(urls, token, other, tmp_path / "db.sqlite3", [tmp_path / "worker.log"])
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        log.close()
+
+
+def test_calls_and_a_question_run_on_a_celery_worker_through_two_processes(mcp_celery_site: Site) -> None:
+    site = mcp_celery_site
+    transport = Alternating(_ports(site))
+
+    async def main() -> tuple[types.CallToolResult, types.InputRequiredResult, types.CallToolResult]:
+        async with _client(site, transport=transport) as client:
+            said = await client.call_tool("chat", {"message": "Hello from a worker"})
+            first = await client.session.call_tool("concierge", {"message": "Ask the user which colour they like"},
+                                                   allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            done = await client.session.call_tool(
+                "concierge", {"message": "Ask the user which colour they like"}, allow_input_required=True,
+                input_responses={"answer": types.ElicitResult(action="accept", content={"answer": "green"})},
+                request_state=first.request_state)
+            assert isinstance(done, types.CallToolResult)
+            return said, first, done
+
+    said, first, done = asyncio.run(main())
+    assert not said.is_error and "Hello from a worker" in _text(said)
+    assert not done.is_error and "green" in _text(done)
+    assert _stored(site.db, str(first.request_state)) == ("completed", _text(done))
+    assert transport.session_ids == [] and min(transport.sent) >= 2
+    with sqlite3.connect(site.db) as connection:
+        jobs = [row[0] for row in connection.execute("SELECT task_id FROM robotlab_robotresult")]
+    log = site.logs[0].read_text()
+    assert len(jobs) == 2 and all(job and f"[{job}] succeeded" in log for job in jobs), log  # the worker ran them
