@@ -4,7 +4,8 @@
 (:mod:`robotlab_django.tracing.processor`): the SDK's batching thread hands it the ended spans, it writes them with
 one ``bulk_create`` per batch. A span already stored (an open job span, :func:`store_open`) is updated in place
 (an upsert on its trace and span ids). A span whose run row is gone (erased meanwhile) is dropped, and a database
-error loses the batch with a warning: storing spans never fails a run. It needs ``opentelemetry-sdk``.
+error that lasts (a busy or dropped database is tried again, 4 times) loses the batch with a warning: storing spans
+never fails a run. It needs ``opentelemetry-sdk``.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
+import time
 from collections.abc import Mapping, MutableMapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from django.db import DatabaseError, IntegrityError, connections, router
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connections, router
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from robotlab_django import swappable
@@ -29,6 +31,10 @@ if TYPE_CHECKING:
 __all__ = ["RunSpanExporter", "SpanKey", "span_fields", "span_key", "store", "store_open"]
 
 logger = logging.getLogger("robotlab_django")
+
+#: Tries of a write the database refused for a moment, and the first wait in seconds (grown linearly): the
+#: batch is written by the SDK's own thread, so waiting costs a run nothing.
+ATTEMPTS, BACKOFF = 4, 0.05
 
 #: A span's identity: (trace id, span id), as the SDK's integers.
 SpanKey = tuple[int, int]
@@ -123,17 +129,23 @@ def store(rows: list[dict[str, Any]]) -> int:
     using = router.db_for_write(model)
     opened = connections[using].connection is None  # a connection this call opens is closed again
     try:
-        for attempt in (1, 2):
-            runs = set(swappable.result_model().objects.using(using)
-                       .filter(pk__in={row["result_id"] for row in rows}).values_list("pk", flat=True))
-            kept = [model(**row) for row in rows if row["result_id"] in runs]
+        for attempt in range(1, ATTEMPTS + 1):
             try:
+                runs = set(swappable.result_model().objects.using(using)
+                           .filter(pk__in={row["result_id"] for row in rows}).values_list("pk", flat=True))
+                kept = [model(**row) for row in rows if row["result_id"] in runs]
                 model.objects.using(using).bulk_create(kept, update_conflicts=True,
                                                        unique_fields=("trace_id", "span_id"), update_fields=_UPDATED)
                 return len(kept)
             except IntegrityError:  # a run was erased between the check and the write: check again, once
-                if attempt == 2:
+                if attempt >= 2:
                     raise
+            except (OperationalError, InterfaceError) as exc:  # busy (a locked SQLite file) or a dropped connection
+                if attempt == ATTEMPTS or connections[using].in_atomic_block:
+                    raise
+                logger.info("robotlab: storing %s span(s) failed (%s); retrying", len(rows), exc)
+                connections[using].close()
+                time.sleep(BACKOFF * attempt)
         return 0  # pragma: no cover - the loop returns or raises
     except DatabaseError as exc:
         logger.warning("robotlab: %s span(s) of runs could not be stored: %s", len(rows), exc)

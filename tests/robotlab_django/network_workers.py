@@ -95,6 +95,8 @@ def main(scenario: str) -> dict[str, Any]:
                 raise TimeoutError("branch_2 never asked for its answer")
             victim = wait_for(lambda: RobotResult.objects.filter(parent_id=row.pk, task_name="branch_2")
                            .values_list("worker_pid", flat=True).first(), "branch_2's worker pid")
+            if os.environ.get("ROBOTLAB_TEST_TRACES"):  # what the victim finished before is stored, as it would be
+                wait_for(lambda: _finished_jobs_stored(victim, row.pk), "the spans of the victim's earlier jobs")
             os.kill(victim, signal.SIGKILL)
             killed = {"pid": victim, "at_requests": len(server.requests)}
         wait_for(lambda: RobotResult.objects.get(pk=row.pk).status in (Status.COMPLETED, Status.FAILED),
@@ -209,6 +211,19 @@ def _client_span() -> Iterator[Any]:
 
     with trace.get_tracer("tests").start_as_current_span("client") as span:
         yield span
+
+
+def _finished_jobs_stored(pid: int, turn_pk: int) -> bool:
+    """Whether the jobs process ``pid`` ran before its current one have their spans stored, ended.
+
+    A batch span processor writes every few milliseconds (``OTEL_BSP_SCHEDULE_DELAY``): what it holds when its
+    process is SIGKILLed is lost, so the kill waits for the batch that holds the turn's first jobs.
+    """
+    from robotlab_django.models import RobotResult, RunSpan
+
+    current = RobotResult.objects.filter(parent_id=turn_pk, worker_pid=pid, status="running").values_list("pk")
+    jobs = RunSpan.objects.filter(worker_pid=pid, kind="consumer").exclude(result_id__in=current)
+    return jobs.exists() and not jobs.filter(ended_at__isnull=True).exists()
 
 
 def _trace(turn: Any, client: Any) -> dict[str, Any]:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import threading
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 import robotlab
@@ -18,6 +21,7 @@ from robotlab_django import services
 from robotlab_django.models import RobotResult, RunSpan, Status, Thread
 from robotlab_django.privacy.erasure import erase_user
 from robotlab_django.privacy.retention import prune_threads
+from robotlab_django.tracing.exporter import store
 from robotlab_django.tracing.processor import RunSpanProcessor
 from tests.robotlab.spans import Recorder
 
@@ -157,3 +161,43 @@ def test_a_span_model_that_is_not_for_the_result_model_keeps_nothing_and_fails_n
     assert services.run_robot("s-1", "echo", "Hi").status == Status.COMPLETED
     kept.force_flush()
     assert not RunSpan.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_the_database_refuses_for_a_moment_is_written_on_a_later_try(scripted_llm: Any) -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's shared in-memory test database refuses a locked table at once; PostgreSQL waits")
+    scripted_llm(text("Hi."))
+    row = services.run_robot("s-busy", "echo", "Hi")
+    span = {"result_id": row.pk, "trace_id": "1" * 32, "span_id": "2" * 16, "name": "late", "kind": "internal",
+            "started_at": timezone.now(), "ended_at": timezone.now()}
+    locked, refused, released = threading.Event(), threading.Event(), threading.Event()
+
+    class Refusals(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "retrying" in record.getMessage():
+                refused.set()
+
+    def hold() -> None:  # another connection writes the span table and keeps its transaction open a while
+        with transaction.atomic():
+            RunSpan.objects.create(**{**span, "span_id": "3" * 16, "name": "held"})
+            locked.set()
+            refused.wait(10)
+        connections.close_all()
+        released.set()
+
+    handler, logger = Refusals(), logging.getLogger("robotlab_django")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        assert store([span]) == 1  # refused while the other transaction held the database, written once it ended
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        holder.join(10)
+    assert refused.is_set() and released.is_set()
+    assert RunSpan.objects.get(span_id="2" * 16).name == "late"
