@@ -2,10 +2,12 @@
 
 Each sample is a new interpreter that imports robotlab, builds a robot of an OpenAI-compatible model
 (``openai/gpt-4o-mini``, ``api_base`` set to a fake OpenAI-compatible server run in its own process, 0 ms
-latency) and times, from inside, its first and its second ``run``. Everything the first run loads (the
-background loop, httpx's connection pool and SSL context, the price) counts in the first; the second is the
-steady cost; ``import robotlab`` with the ``build`` is timed apart. The child also reports whether ``litellm`` is in
-``sys.modules`` afterwards.
+latency) and times, from inside, its first and its second ``run``. What the first run loads (the background
+loop, httpx's connection pool) counts in the first; the second is the steady cost; ``import robotlab`` with the
+``build`` is timed apart, and it holds what ``build`` prepares for a direct model's first call (the run loop's and
+httpx's modules, the price table, the SSL context: :func:`robotlab.llm.warmup.prepare`), so the ``to answer``
+column (import, build and first run) is what a script waits for its first answer. The child also reports whether
+``litellm`` is in ``sys.modules`` afterwards.
 
 The target is first <= second + 100 ms (medians of 10 fresh processes), with litellm never imported.
 ``--compare`` adds the same runs with ``llm_transport="litellm"`` (what the first call costs once litellm
@@ -65,6 +67,7 @@ def summary(samples: list[dict[str, Any]]) -> dict[str, Any]:
     first = [s["first"] for s in samples]
     second = [s["second"] for s in samples]
     return {"import_build_ms": statistics.median(s["import"] for s in samples),
+            "to_answer_ms": statistics.median(s["import"] + s["first"] for s in samples),
             "first_ms": statistics.median(first), "second_ms": statistics.median(second),
             "first_max_ms": max(first), "added_ms": statistics.median(first) - statistics.median(second),
             "ratio": statistics.median(first) / statistics.median(second),
@@ -92,10 +95,10 @@ def main() -> None:
         return
     print(f"first call, {args.runs} fresh processes (medians, ms), {os.cpu_count()} cores")
     print(f"  {'case':14} {'import+build':>12} {'first':>9} {'second':>8} {'added':>9} {'first/second':>13} "
-          f"{'max first':>10}  litellm")
+          f"{'max first':>10} {'to answer':>10}  litellm")
     for name, r in results.items():
         print(f"  {name:14} {r['import_build_ms']:12.1f} {r['first_ms']:9.1f} {r['second_ms']:8.1f} "
-              f"{r['added_ms']:9.1f} {r['ratio']:13.1f} {r['first_max_ms']:10.1f}  "
+              f"{r['added_ms']:9.1f} {r['ratio']:13.1f} {r['first_max_ms']:10.1f} {r['to_answer_ms']:10.1f}  "
               f"{r['litellm_imported']}/{r['runs']} imported it")
     if "litellm" in results:
         print(f"  litellm's first run / direct's first run: "

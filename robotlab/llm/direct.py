@@ -23,7 +23,9 @@ JSON schema. ``pricing=`` sets the price yourself.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
 import weakref
 from typing import Any
 
@@ -36,7 +38,7 @@ from .pricing import cost_from_prices, price_per_token
 from .quirks import quirks_for
 from .types import LLMRequest, LLMResponse, TextCallback, ToolCallRequest
 
-__all__ = ["OpenAICompatibleLLM"]
+__all__ = ["OpenAICompatibleLLM", "default_ssl_context"]
 
 #: litellm provider prefixes that mean "an OpenAI-compatible server"; they are not part of the model's name.
 _PREFIXES = ("openai/", "hosted_vllm/", "lm_studio/", "openai_like/", "gpustack/")
@@ -65,6 +67,16 @@ class APIConnectionError(Exception):
 
 class MidStreamError(Exception):
     """The response stream ended before ``[DONE]`` (internal: reported as an interrupted stream)."""
+
+
+@functools.cache
+def default_ssl_context() -> ssl.SSLContext:
+    """The SSL context httpx builds by default (certifi's roots, or ``SSL_CERT_FILE``), built once per process.
+
+    Every direct client's pool shares it: building one reads the whole root store, about 20 ms of a fresh
+    process's first call (``benchmarks/first_call.py``), and again for each event loop a client pools on.
+    """
+    return httpx.create_ssl_context()
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -147,13 +159,15 @@ class OpenAICompatibleLLM:
         client = self._clients.get(loop)
         if client is None:
             timeout = httpx.Timeout(self.timeout if self.timeout is not None else 600.0)
-            client = self._clients[loop] = httpx.AsyncClient(timeout=timeout, headers=self._headers)
+            client = self._clients[loop] = httpx.AsyncClient(timeout=timeout, headers=self._headers,
+                                                             verify=default_ssl_context())
         return client
 
     def open_pool(self) -> None:
         """Open the connection pool of the running loop now (the first request does otherwise); call it on the loop.
 
-        Builds the ``httpx.AsyncClient`` and its SSL context (tens of ms); connections open on first use.
+        Builds the ``httpx.AsyncClient`` (and the process's SSL context, :func:`default_ssl_context`, tens of ms,
+        the first time); connections open on first use.
         """
         self._client()
 

@@ -10,7 +10,11 @@ background loop, and litellm (seconds) when a model goes through it. A process t
 * :func:`open_pools` starts robotlab's background loop and opens, on it, the connection pool of each model's
   direct client (the ``httpx.AsyncClient`` with its SSL context), which belongs to that process: call it in
   the process that runs the jobs, after any fork;
-* :func:`warm_up` does both.
+* :func:`warm_up` does both;
+* :func:`prepare` is what :func:`robotlab.build` does for a robot whose model goes to the direct client: the
+  first such robot of a process pays :func:`preload` (and the process's SSL context) where it is built, so a
+  server that builds its robots at start answers its first request without it; a robot that goes elsewhere
+  (litellm, a fake, your own ``llm``) loads nothing at build.
 
 Each takes ``(model, llm)`` pairs: a robot's ``model`` and its ``llm`` (``warm_up([(robot.model, robot.llm)])``).
 Nothing is sent to any provider.
@@ -20,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,7 +36,10 @@ from .quirks import quirks_for
 from .transport import AutoLLM
 from .types import LLM
 
-__all__ = ["open_pools", "preload", "warm_up"]
+__all__ = ["open_pools", "prepare", "prepared", "preload", "warm_up"]
+
+logger = logging.getLogger("robotlab")
+_prepared = False
 
 #: What a first direct run imports lazily: the run loop, httpx's pool and the async backend httpcore picks.
 _MODULES = ("robotlab.robot.run", "robotlab.llm.direct", "httpcore", "anyio._backends._asyncio")
@@ -81,6 +90,41 @@ def preload(models: Iterable[tuple[str, LLM]] = (), *, quirks: bool = False) -> 
         price_table.load()
         notes.append("price table read")
     return notes
+
+
+def prepared() -> bool:
+    """Whether :func:`prepare` loaded a direct model's first call in this process already."""
+    return _prepared
+
+
+def prepare(model: str | None, llm: LLM) -> bool:
+    """:func:`preload` ``model`` on ``llm`` and build the SSL context, once per process, if it goes direct.
+
+    :func:`robotlab.build` calls it. Nothing is loaded for a model that goes through litellm or another ``llm``
+    (a fake, your own), for one that cannot be sent yet (no key: its first run says so), and nothing more once a
+    direct model was prepared: the modules, the price table and the SSL context serve every model.
+
+    Returns:
+        Whether the direct client's first call is prepared in this process.
+    """
+    global _prepared
+    if _prepared or model is None:
+        return _prepared
+    direct = sys.modules.get(f"{__package__}.direct")
+    if not isinstance(llm, AutoLLM) and not (direct is not None and isinstance(llm, direct.OpenAICompatibleLLM)):
+        return False
+    try:
+        if _route(model, llm)[0] != "direct":
+            return False
+        preload([(model, llm)])
+        from .direct import default_ssl_context
+
+        default_ssl_context()
+    except Exception:  # preparing never fails a build: the first run loads (and reports) it
+        logger.debug("robotlab: preparing the first call of %s failed", model, exc_info=True)
+        return False
+    _prepared = True
+    return True
 
 
 async def _open(clients: list[Any]) -> None:

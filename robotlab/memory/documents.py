@@ -7,9 +7,10 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from ..text.document_store import DocumentStore
+if TYPE_CHECKING:  # imported on first use: a run that keeps no documents does not load the text package
+    from ..text.document_store import DocumentStore
 
 __all__ = ["Documents"]
 
@@ -28,6 +29,8 @@ class Documents:
         """
         with self._lock:
             if self._document_store is None:
+                from ..text.document_store import DocumentStore
+
                 self._document_store = DocumentStore()
             return self._document_store
 

@@ -99,6 +99,14 @@ class Robot(Parts, Chaining, Connections, Runnable["RobotResult"]):
         self.budget = Budget(robot_name=self.name, token_budget=self.config.token_budget,
                              cost_budget=self.config.cost_budget)
         self.mailbox = Mailbox(self, settings.bus)  # last: joins bus= under the final name
+        self._prepare_first_call()
+
+    def _prepare_first_call(self) -> None:
+        """Load what a direct model's first run needs here, not in that run (:func:`~robotlab.llm.warmup.prepare`)."""
+        from ..llm import warmup
+
+        if not warmup.prepared():
+            warmup.prepare(self.model, self._llm if self._llm is not None else default_llm(get_config()))
 
     # -- memory ----------------------------------------------------------------------------
     @property

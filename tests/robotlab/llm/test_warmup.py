@@ -55,3 +55,38 @@ def test_requests_with_parameters_learn_their_mapping_ahead(server: FakeLLMServe
     assert "parameter quirks learned" in done["notes"] and done["quirks"] is True
     assert done["litellm"] is True  # the mapping is litellm's
     assert server.requests == []
+
+
+BUILD = """
+import json, sys
+import robotlab
+from robotlab.testing import FakeLLM, text
+
+robotlab.configure(llm={{"api_base": {base!r}, "api_key": "sk-fake"}})
+robotlab.build(name="fake", model="openai/gpt-4o-mini", llm=FakeLLM([text("Hi.")]))
+fake = sorted(name for name in ("httpx", "robotlab.llm.direct") if name in sys.modules)
+robot = robotlab.build(name="first", model="openai/gpt-4o-mini")
+from robotlab.llm import price_table, warmup
+from robotlab.llm.direct import default_ssl_context
+built = {{"httpx": "httpx" in sys.modules, "table": price_table._table is not None, "prepared": warmup.prepared(),
+          "ssl": default_ssl_context.cache_info().currsize}}
+result = robot.run("Hi")
+from robotlab.runtime import get_loop
+route, client = robot.llm.route("openai/gpt-4o-mini")
+pool = client._clients[get_loop()]._transport._pool
+print(json.dumps({{"fake": fake, "built": built, "reply": result.reply, "transport": result.transport,
+                  "shared_ssl": pool._ssl_context is default_ssl_context(), "litellm": "litellm" in sys.modules}}))
+"""
+
+
+def test_build_prepares_a_direct_models_first_call_and_nothing_for_a_fake(server: FakeLLMServer) -> None:
+    server.default = "Hello there"
+    done = subprocess.run([sys.executable, "-c", BUILD.format(base=server.base_url)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert facts["fake"] == []  # a robot on a fake loads no HTTP client
+    assert facts["built"] == {"httpx": True, "table": True, "prepared": True, "ssl": 1}
+    assert facts["transport"] == "direct" and facts["reply"]
+    assert facts["shared_ssl"] is True and facts["litellm"] is False
+    assert len(server.requests) == 1
