@@ -35,7 +35,7 @@ from .providers import PROVIDERS
 from .types import LLM, LLMRequest, LLMResponse, TextCallback
 
 __all__ = ["PROVIDERS", "SERVER_PROVIDER", "TRANSPORTS", "AutoLLM", "Endpoint", "LLMTransport", "choose_transport",
-           "litellm_customised", "require_key", "resolve_endpoint"]
+           "litellm_customised", "require_key", "resolve_endpoint", "routed_without_litellm"]
 
 
 #: litellm's provider for an OpenAI-compatible server's own model ids (vLLM, LM Studio, Ollama's ``/v1``, ...).
@@ -89,6 +89,15 @@ def resolve_endpoint(model: str, api_base: str | None = None, api_key: str | Non
     if base is None:
         return None
     return Endpoint(provider, name, base, api_key or _env(spec.key_variables))
+
+
+def routed_without_litellm(model: str) -> bool:
+    """Whether ``model``'s transport is known without asking litellm (for any ``api_base``).
+
+    ``False`` for another provider's prefix or a bare name that is not OpenAI's: with an ``api_base`` set,
+    :func:`resolve_endpoint` asks litellm whether it places such a name, which imports litellm.
+    """
+    return model.partition("/")[0] in PROVIDERS or model.startswith(_OPENAI_NAMES)
 
 
 def require_key(endpoint: Endpoint, model: str) -> None:

@@ -33,13 +33,15 @@ from . import price_table, pricing
 from ._litellm import load_litellm
 from .litellm_client import LLMClient
 from .quirks import quirks_for
-from .transport import AutoLLM
+from .transport import AutoLLM, routed_without_litellm
 from .types import LLM
 
-__all__ = ["open_pools", "prepare", "prepared", "preload", "warm_up"]
+__all__ = ["open_pools", "prepare", "prepared", "preload", "warm_up", "worth_preparing"]
 
 logger = logging.getLogger("robotlab")
 _prepared = False
+#: Models :func:`prepare` found going elsewhere than the direct client: not routed again at each build.
+_declined: set[str] = set()
 
 #: What a first direct run imports lazily: the run loop, httpx's pool and the async backend httpcore picks.
 _MODULES = ("robotlab.robot.run", "robotlab.llm.direct", "httpcore", "anyio._backends._asyncio")
@@ -97,12 +99,18 @@ def prepared() -> bool:
     return _prepared
 
 
+def worth_preparing(model: str | None) -> bool:
+    """Whether :func:`prepare` could still load something for ``model`` (its build asks before routing it)."""
+    return not _prepared and model is not None and model not in _declined
+
+
 def prepare(model: str | None, llm: LLM) -> bool:
     """:func:`preload` ``model`` on ``llm`` and build the SSL context, once per process, if it goes direct.
 
     :func:`robotlab.build` calls it. Nothing is loaded for a model that goes through litellm or another ``llm``
-    (a fake, your own), for one that cannot be sent yet (no key: its first run says so), and nothing more once a
-    direct model was prepared: the modules, the price table and the SSL context serve every model.
+    (a fake, your own), for one that only litellm can route (another provider's prefix, a server's own id: litellm
+    is never imported here), for one that cannot be sent yet (no key: its first run says so), and nothing more once
+    a direct model was prepared: the modules, the price table and the SSL context serve every model.
 
     Returns:
         Whether the direct client's first call is prepared in this process.
@@ -113,8 +121,13 @@ def prepare(model: str | None, llm: LLM) -> bool:
     direct = sys.modules.get(f"{__package__}.direct")
     if not isinstance(llm, AutoLLM) and not (direct is not None and isinstance(llm, direct.OpenAICompatibleLLM)):
         return False
+    if isinstance(llm, AutoLLM) and "litellm" not in sys.modules and not routed_without_litellm(model):
+        _declined.add(model)  # only litellm can tell where it goes: routing it would import litellm, at build
+        return False
     try:
         if _route(model, llm)[0] != "direct":
+            if isinstance(llm, AutoLLM):
+                _declined.add(model)
             return False
         preload([(model, llm)])
         from .direct import default_ssl_context

@@ -105,8 +105,14 @@ class Robot(Parts, Chaining, Connections, Runnable["RobotResult"]):
         """Load what a direct model's first run needs here, not in that run (:func:`~robotlab.llm.warmup.prepare`)."""
         from ..llm import warmup
 
-        if not warmup.prepared():
-            warmup.prepare(self.model, self._llm if self._llm is not None else default_llm(get_config()))
+        if warmup.prepared():
+            return
+        try:
+            model = self.model
+            if warmup.worth_preparing(model):
+                warmup.prepare(model, self._llm if self._llm is not None else default_llm(get_config()))
+        except Exception:  # a configuration its first run reports: preparing never fails a build
+            return
 
     # -- memory ----------------------------------------------------------------------------
     @property

@@ -65,6 +65,10 @@ from robotlab.testing import FakeLLM, text
 robotlab.configure(llm={{"api_base": {base!r}, "api_key": "sk-fake"}})
 robotlab.build(name="fake", model="openai/gpt-4o-mini", llm=FakeLLM([text("Hi.")]))
 fake = sorted(name for name in ("httpx", "robotlab.llm.direct") if name in sys.modules)
+robotlab.build(name="elsewhere", model="anthropic/claude-3-5-sonnet-20240620")  # goes through litellm
+from robotlab.llm import warmup
+elsewhere = [warmup.prepared(), warmup.worth_preparing("anthropic/claude-3-5-sonnet-20240620"),
+             "litellm" in sys.modules]
 robot = robotlab.build(name="first", model="openai/gpt-4o-mini")
 from robotlab.llm import price_table, warmup
 from robotlab.llm.direct import default_ssl_context
@@ -74,8 +78,9 @@ result = robot.run("Hi")
 from robotlab.runtime import get_loop
 route, client = robot.llm.route("openai/gpt-4o-mini")
 pool = client._clients[get_loop()]._transport._pool
-print(json.dumps({{"fake": fake, "built": built, "reply": result.reply, "transport": result.transport,
-                  "shared_ssl": pool._ssl_context is default_ssl_context(), "litellm": "litellm" in sys.modules}}))
+print(json.dumps({{"fake": fake, "elsewhere": elsewhere, "built": built, "reply": result.reply,
+                  "transport": result.transport, "shared_ssl": pool._ssl_context is default_ssl_context(),
+                  "litellm": "litellm" in sys.modules}}))
 """
 
 
@@ -86,6 +91,7 @@ def test_build_prepares_a_direct_models_first_call_and_nothing_for_a_fake(server
     assert done.returncode == 0, done.stderr[-3000:]
     facts = json.loads(done.stdout.strip().splitlines()[-1])
     assert facts["fake"] == []  # a robot on a fake loads no HTTP client
+    assert facts["elsewhere"] == [False, False, False]  # nothing loaded, litellm not imported, not routed again
     assert facts["built"] == {"httpx": True, "table": True, "prepared": True, "ssl": 1}
     assert facts["transport"] == "direct" and facts["reply"]
     assert facts["shared_ssl"] is True and facts["litellm"] is False
