@@ -36,8 +36,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from django.db import InterfaceError, OperationalError, connection, connections, router
-from django.db.models import AutoField, Max
+from django.db import InterfaceError, OperationalError, connection
+from django.db.models import Max
 
 from robotlab.streaming import RUN_FAILED, STREAM_ENDED, Event
 from robotlab_django import swappable
@@ -45,10 +45,11 @@ from robotlab_django.runs.sync_bridge import blocking, blocks_own_thread, call_s
 from robotlab_django.storable import storable
 from robotlab_django.streaming.broadcast import ChannelLayer, get_layer, last_cursor, message, publish, sweep_later
 from robotlab_django.streaming.coalescer import Coalescer
+from robotlab_django.streaming.inserts import insert_rows
 from robotlab_django.streaming.stored import events_stored
 
 if TYPE_CHECKING:
-    from robotlab_django.models import RobotResult, RunEvent
+    from robotlab_django.models import RobotResult
 
 __all__ = ["SEQ_BLOCK", "STORE_ATTEMPTS", "STORE_BACKOFF", "apublish_events", "apublish_failure", "astream_run",
            "asweep", "persist_events", "publish_events", "publish_failure", "stored_position", "stream_run",
@@ -77,42 +78,13 @@ def persist_events(thread_id: int, result_id: int, events: Sequence[Event]) -> l
     model = swappable.event_model()
     stored = [Event(kind=event.kind, run_id=event.run_id, seq=event.seq, ts=event.ts, data=storable(event.data or {}))
               for event in events]
-    rows = _insert([
+    rows = insert_rows([
         model(thread_id=thread_id, result_id=result_id, run_id=event.run_id, seq=event.seq, kind=event.kind,
               ts=event.ts, data=event.data)
         for event in stored
     ])
     events_stored.send(sender=persist_events, result_id=result_id, events=stored)  # A2A push notifications
     return [{**event.to_dict(), "cursor": row.pk} for event, row in zip(stored, rows, strict=True)]
-
-
-def _insert(rows: list[RunEvent]) -> list[RunEvent]:
-    """Insert ``rows`` (new instances of one model, primary keys from the database) and set their keys.
-
-    One ``INSERT ... RETURNING`` statement, atomic by itself, so no transaction of its own is opened around it (a
-    batch is the common write of a run: ``BEGIN`` and ``COMMIT`` would triple its round trips), written here: each
-    value prepared by its field as ``bulk_create`` would, without building a query for it. ``bulk_create`` when the
-    database returns no keys from a bulk insert or the rows do not fit in one statement.
-    """
-    model = type(rows[0])
-    meta = model._meta
-    using = router.db_for_write(model)
-    connection = connections[using]
-    fields = [field for field in meta.concrete_fields if not field.generated and not isinstance(field, AutoField)]
-    if not connection.features.can_return_rows_from_bulk_insert or \
-            connection.ops.bulk_batch_size(fields, rows) < len(rows):
-        return list(model._base_manager.db_manager(using).bulk_create(rows))
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(str(field.column)) for field in fields)
-    values = ", ".join(["(" + ", ".join(["%s"] * len(fields)) + ")"] * len(rows))
-    params = [field.get_db_prep_save(field.pre_save(row, True), connection) for row in rows for field in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES {values} "  # noqa: S608 - names quoted
-                       f"RETURNING {quote(str(meta.pk.column))}", params)
-        keys = [key for (key,) in cursor.fetchall()]
-    for row, key in zip(rows, keys, strict=True):
-        row.pk, row._state.adding, row._state.db = key, False, using
-    return rows
 
 
 def stored_position(result_id: int) -> tuple[int, int]:
