@@ -42,8 +42,8 @@ def test_batches_stored_from_many_threads_at_once_take_turns_on_sqlite(caplog: A
     for thread in threads:
         thread.join(60)
     assert failures == []
-    # no batch of these threads found the database locked (SQLite's shared test database refuses a locked table at once, where a
-    # file database sleeps in its busy handler): each waited its turn in this process instead
+    # no batch of these threads found the database locked (SQLite's shared test database refuses a locked table
+    # at once, where a file database sleeps in its busy handler): each waited its turn in this process instead
     assert [r.getMessage() for r in caplog.records
             if r.threadName.startswith("writer-") and "retrying" in r.getMessage()] == []
     assert RunEvent.objects.filter(run_id__startswith="t").count() == 200
