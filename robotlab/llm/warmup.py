@@ -118,15 +118,16 @@ def prepare(model: str | None, llm: LLM) -> bool:
     global _prepared
     if _prepared or model is None:
         return _prepared
-    direct = sys.modules.get(f"{__package__}.direct")
-    if not isinstance(llm, AutoLLM) and not (direct is not None and isinstance(llm, direct.OpenAICompatibleLLM)):
-        return False
-    if isinstance(llm, AutoLLM) and "litellm" not in sys.modules and not routed_without_litellm(model):
-        _declined.add(model)  # only litellm can tell where it goes: routing it would import litellm, at build
+    auto, direct = isinstance(llm, AutoLLM), sys.modules.get(f"{__package__}.direct")
+    if not auto and not (direct is not None and isinstance(llm, direct.OpenAICompatibleLLM)):
+        return False  # a fake or your own LLM (an OpenAICompatibleLLM given means its module is loaded)
+    # a model only litellm can route is declined: routing it would import litellm, at build
+    if auto and "litellm" not in sys.modules and not routed_without_litellm(model):
+        _declined.add(model)
         return False
     try:
         if _route(model, llm)[0] != "direct":
-            if isinstance(llm, AutoLLM):
+            if auto:
                 _declined.add(model)
             return False
         preload([(model, llm)])

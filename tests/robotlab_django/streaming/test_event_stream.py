@@ -369,4 +369,3 @@ def test_a_stopped_pump_stores_nothing_its_robot_emits_as_it_unwinds(settings: A
     call_sync(stop_it_midway)  # returns once the store waiting in this thread returned
     stored = list(RunEvent.objects.filter(result=row).order_by("pk").values_list("kind", "data"))
     assert stored == [("run.started", {"robot": "echo", "message": "talk"}), ("text.delta", {"text": "Hello "})]
-
