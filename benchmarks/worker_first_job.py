@@ -7,7 +7,8 @@ first job needs at start,
 sends ``--jobs`` runs of the ``echo`` robot, one after another, each waited for and each in a new thread (so
 every job does the same work): the model is ``openai/gpt-4o-mini``
 on the default transport (the direct client) against a fake OpenAI-compatible server in its own process (0 ms
-latency), and the jobs share one SQLite file. A job's figure is the run's own time in the worker (its row's
+latency), the jobs share one SQLite file, and they stream through the Redis channel layer (as workers in other
+processes than the pages must). A job's figure is the run's own time in the worker (its row's
 ``finished_at - started_at``) and the wall from sending it to its result (the broker hop included).
 
 The target: a fresh worker's first job costs no more than 1.5x a later one (medians over the rounds).
@@ -50,7 +51,8 @@ def environment(workdir: Path, api_base: str, run_id: str) -> dict[str, str]:
             "ROBOTLAB_TEST_DB": "sqlite", "ROBOTLAB_TEST_SQLITE_PATH": str(workdir / "db.sqlite3"),
             "ROBOTLAB_TEST_RUN_ID": run_id, "ROBOTLAB_TEST_EXECUTOR": "celery",
             "ROBOTLAB_TEST_LLM": "tests.robotlab_django.server_llm.fake_server_llm",
-            "ROBOTLAB_TEST_FAKE_API_BASE": api_base, "ROBOT_LAB_MODEL": "openai/gpt-4o-mini"}
+            "ROBOTLAB_TEST_FAKE_API_BASE": api_base, "ROBOT_LAB_MODEL": "openai/gpt-4o-mini",
+            "ROBOTLAB_TEST_REDIS_URL": "redis://127.0.0.1:6379/15"}
 
 
 def start_worker(workdir: Path, env: dict[str, str], queue: str, name: str, warm: bool) -> subprocess.Popen[bytes]:

@@ -12,9 +12,10 @@ which Celery imports at start, imports this module) do it at start:
   built, and each of the app's tables is read once, which fills Django's per-process caches of their models
   (the connection is closed after: the forked children inherit caches, no socket and no thread);
 * ``worker_process_init``, in each pool process (and the solo pool's one): :func:`robotlab.llm.warmup.warm_up`
-  opens the direct clients' connection pools on robotlab's background loop, where the jobs' robots run, and the
-  thread that loop hands checkpoint writes to opens its database connection, after preparing what the main
-  process did not (a pool started with ``spawn``).
+  opens the direct clients' connection pools on robotlab's background loop, where the jobs' robots run, the
+  thread that loop hands checkpoint writes to opens its database connection, the channel layer (channels-redis)
+  connects on that loop and the Celery result backend answers a ping, after preparing what the main process
+  did not (a pool started with ``spawn``).
 
 Each logs one ``robotlab worker warm-up`` line (``INFO``) and :data:`WARMED` records it. A step that fails is
 noted and the others run; a warm-up that fails is logged and skipped: it never keeps a worker from taking jobs,
@@ -29,11 +30,13 @@ import concurrent.futures
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from celery import current_app
 from celery.signals import worker_init, worker_process_init
+from channels.layers import InMemoryChannelLayer
 from django.apps import apps
 from django.db import connections
 
@@ -112,13 +115,15 @@ def _channel_layer() -> list[str]:
 def _read_tables() -> list[str]:
     """One read of each table a run writes: Django's per-process caches of their models' metadata and lookups.
 
-    Its connection is closed after, so the pool processes forked next inherit none.
+    Every column is selected (each field caches the column it compiles to), and a run row with the rows a job
+    reads with it. Its connection is closed after, so the pool processes forked next inherit none.
     """
     tables = dict.fromkeys([swappable.thread_model(), swappable.result_model(), swappable.event_model(),
                             swappable.step_model(), *apps.get_app_config("robotlab").get_models()])
     try:
         for table in tables:
-            table._default_manager.filter(pk=0).exists()
+            list(table._default_manager.filter(pk=0)[:1])
+        list(swappable.result_model()._default_manager.select_related("parent", "thread").filter(pk=0)[:1])
     finally:
         connections.close_all()
     return [f"{len(tables)} tables read"]
@@ -155,31 +160,55 @@ def _read_steps() -> None:
     swappable.step_model()._default_manager.filter(pk=0).exists()
 
 
-async def _connect_in_executor() -> None:
-    await asyncio.to_thread(_read_steps)
+def _connections() -> dict[str, tuple[str, str, Coroutine[Any, Any, Any]]]:
+    """What a job would connect to first: ``{what: (note when open, note while opening, coroutine)}``.
 
-
-def _open_database() -> list[str]:
-    """The database connection of the thread robotlab's loop hands checkpoint writes to, open and used once.
-
-    Waited for :data:`DATABASE_WAIT` seconds at most: past that it goes on in the background, so a slow or
-    unreachable database never holds a pool process past Celery's ``worker_proc_alive_timeout`` (4 s).
+    The database connection of the thread robotlab's loop hands checkpoint writes to; the channel layer's on
+    that loop, where runs publish (channels-redis: a member no group has is dropped; a worker's first job would
+    otherwise connect while it streams, about 10 ms of it, ``benchmarks/worker_first_job.py``); the Celery result
+    backend's, where a job's result goes (a Redis backend answers a ping).
     """
-    future = asyncio.run_coroutine_threadsafe(_connect_in_executor(), get_loop())
-    try:
-        future.result(DATABASE_WAIT)
-    except concurrent.futures.TimeoutError:
-        return ["database connection still opening"]
-    return ["database connection open"]
+    opening: dict[str, tuple[str, str, Coroutine[Any, Any, Any]]] = {
+        "database": ("database connection open", "database connection still opening", asyncio.to_thread(_read_steps))}
+    layer = get_layer()
+    if layer is not None and not isinstance(layer, InMemoryChannelLayer):
+        opening["channel layer"] = ("channel layer connected", "channel layer still connecting",
+                                    layer.group_discard("robotlab-warm-up", "robotlab-warm-up"))
+    ping = getattr(getattr(current_app.backend, "client", None), "ping", None)
+    if callable(ping):
+        opening["result backend"] = ("result backend connected", "result backend still connecting",
+                                     asyncio.to_thread(ping))
+    return opening
+
+
+def _connect() -> list[str]:
+    """Open :func:`_connections` side by side on robotlab's loop; a note for each.
+
+    Waited for :data:`DATABASE_WAIT` seconds in all: past that they go on in the background, so a slow or
+    unreachable service never holds a pool process past Celery's ``worker_proc_alive_timeout`` (4 s).
+    """
+    started = {what: (done, pending, asyncio.run_coroutine_threadsafe(opening, get_loop()))
+               for what, (done, pending, opening) in _connections().items()}
+    concurrent.futures.wait([future for _done, _pending, future in started.values()], timeout=DATABASE_WAIT)
+    notes = []
+    for what, (done, pending, future) in started.items():
+        error = future.exception() if future.done() else None
+        if not future.done():
+            notes.append(pending)
+        elif error is not None:
+            notes.append(f"{what} skipped ({type(error).__name__}: {error})")
+        else:
+            notes.append(done)
+    return notes
 
 
 def warm() -> WarmUp:
-    """Prepare unless this process inherited it, then open the direct clients' pools and a database connection."""
+    """Prepare unless this process inherited it, then open the direct clients' pools and :func:`_connect`."""
     started = time.perf_counter()
     prepared = WARMED.get("prepare") or prepare(read_tables=False)
     here: list[str] = []
     _step(here, "pools", lambda: warmup.warm_up(prepared.models, timeout=DATABASE_WAIT))
-    _step(here, "database", _open_database)
+    _step(here, "connections", _connect)
     notes = [*prepared.notes, *(note for note in here if note not in prepared.notes)]
     done = WarmUp(os.getpid(), "warm", prepared.models, notes)
     done.seconds = time.perf_counter() - started

@@ -85,6 +85,17 @@ def test_a_database_that_cannot_be_opened_skips_only_the_steps_that_need_it(
     assert f"pool open: {server.base_url}" in notes and "price table read" in notes  # the rest was done
 
 
+def test_a_channel_layer_that_cannot_be_reached_is_noted_and_the_rest_is_done(
+        worker_env: dict[str, str], server: FakeLLMServer) -> None:
+    env = {**worker_env, "ROBOTLAB_TEST_REDIS_URL": "redis://127.0.0.1:9/0"}  # nothing listens on port 9
+    run = subprocess.run([sys.executable, "-c", WARM.format(model=MODEL)], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    notes = json.loads(run.stdout.strip().splitlines()[-1])["notes"]
+    assert any(note.startswith("channel layer skipped (") for note in notes), notes
+    assert "database connection open" in notes and f"pool open: {server.base_url}" in notes
+
+
 def test_the_setting_turns_it_off(settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker, "WARMED", {})
     settings.ROBOTLAB = {**settings.ROBOTLAB, "WORKER_WARM_UP": False}
@@ -132,6 +143,7 @@ print(json.dumps(tasks.run_robot.AsyncResult(task_id).get(timeout=120)))
 def test_a_prefork_child_warms_up_before_its_first_job(worker_env: dict[str, str], server: FakeLLMServer,
                                                         tmp_path: Path) -> None:
     queue = f"robotlab-warm-{uuid.uuid4().hex[:8]}"
+    worker_env = {**worker_env, "ROBOTLAB_TEST_REDIS_URL": "redis://127.0.0.1:6379/15"}  # channels-redis
     log_path = tmp_path / "worker.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -154,6 +166,7 @@ def test_a_prefork_child_warms_up_before_its_first_job(worker_env: dict[str, str
     assert parent == process.pid and child != process.pid  # prepared before the fork, warmed in the child
     assert f"{MODEL}: direct" in line.group(3) and f"pool open: {server.base_url}" in line.group(3)
     assert "price table read" in line.group(3) and "database connection open" in line.group(3)
+    assert "channel layer connected" in line.group(3) and "result backend connected" in line.group(3)
     assert text.index(line.group(0)) < text.index("succeeded in")  # before its first job
     assert server.requests[0]["model"] == "gpt-4o-mini"  # the job's model call, the only one
     assert len(server.requests) == 1
