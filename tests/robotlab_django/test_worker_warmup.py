@@ -143,7 +143,8 @@ print(json.dumps(tasks.run_robot.AsyncResult(task_id).get(timeout=120)))
 def test_a_prefork_child_warms_up_before_its_first_job(worker_env: dict[str, str], server: FakeLLMServer,
                                                         tmp_path: Path) -> None:
     queue = f"robotlab-warm-{uuid.uuid4().hex[:8]}"
-    worker_env = {**worker_env, "ROBOTLAB_TEST_REDIS_URL": "redis://127.0.0.1:6379/15"}  # channels-redis
+    # channels-redis on database 15: its keys carry this run's prefix (settings.REDIS_PREFIX, from its run id)
+    worker_env = {**worker_env, "ROBOTLAB_TEST_REDIS_URL": "redis://127.0.0.1:6379/15"}
     log_path = tmp_path / "worker.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
