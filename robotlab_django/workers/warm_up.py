@@ -160,24 +160,25 @@ def _read_steps() -> None:
     swappable.step_model()._default_manager.filter(pk=0).exists()
 
 
-def _connections() -> dict[str, tuple[str, str, Coroutine[Any, Any, Any]]]:
-    """What a job would connect to first: ``{what: (note when open, note while opening, coroutine)}``.
+def _connections() -> dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any, Any]]]]:
+    """What a job would connect to first: ``{what: (note when open, note while opening, coroutine function)}``.
 
     The database connection of the thread robotlab's loop hands checkpoint writes to; the channel layer's on
     that loop, where runs publish (channels-redis: a member no group has is dropped; a worker's first job would
     otherwise connect while it streams, about 10 ms of it, ``benchmarks/worker_first_job.py``); the Celery result
     backend's, where a job's result goes (a Redis backend answers a ping).
     """
-    opening: dict[str, tuple[str, str, Coroutine[Any, Any, Any]]] = {
-        "database": ("database connection open", "database connection still opening", asyncio.to_thread(_read_steps))}
+    opening: dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any, Any]]]] = {
+        "database": ("database connection open", "database connection still opening",
+                     lambda: asyncio.to_thread(_read_steps))}
     layer = get_layer()
     if layer is not None and not isinstance(layer, InMemoryChannelLayer):
         opening["channel layer"] = ("channel layer connected", "channel layer still connecting",
-                                    layer.group_discard("robotlab-warm-up", "robotlab-warm-up"))
+                                    lambda: layer.group_discard("robotlab-warm-up", "robotlab-warm-up"))
     ping = getattr(getattr(current_app.backend, "client", None), "ping", None)
     if callable(ping):
         opening["result backend"] = ("result backend connected", "result backend still connecting",
-                                     asyncio.to_thread(ping))
+                                     lambda: asyncio.to_thread(ping))
     return opening
 
 
@@ -187,7 +188,7 @@ def _connect() -> list[str]:
     Waited for :data:`DATABASE_WAIT` seconds in all: past that they go on in the background, so a slow or
     unreachable service never holds a pool process past Celery's ``worker_proc_alive_timeout`` (4 s).
     """
-    started = {what: (done, pending, asyncio.run_coroutine_threadsafe(opening, get_loop()))
+    started = {what: (done, pending, asyncio.run_coroutine_threadsafe(opening(), get_loop()))
                for what, (done, pending, opening) in _connections().items()}
     concurrent.futures.wait([future for _done, _pending, future in started.values()], timeout=DATABASE_WAIT)
     notes = []
