@@ -27,6 +27,7 @@ import functools
 import json
 import ssl
 import weakref
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -43,6 +44,8 @@ __all__ = ["OpenAICompatibleLLM", "default_ssl_context"]
 #: litellm provider prefixes that mean "an OpenAI-compatible server"; they are not part of the model's name.
 _PREFIXES = ("openai/", "hosted_vllm/", "lm_studio/", "openai_like/", "gpustack/")
 _RETRYABLE = frozenset({408, 409, 429})
+#: How long a streamed body may go on after ``[DONE]`` before its connection is dropped instead of reused.
+_DRAIN_SECONDS = 1.0
 
 
 class APIStatusError(Exception):
@@ -84,6 +87,22 @@ def _retry_after(response: httpx.Response) -> float | None:
         return max(0.0, min(float(response.headers["retry-after"]), 60.0))
     except (KeyError, ValueError):
         return None
+
+
+async def _read_to_end(lines: AsyncIterator[str]) -> None:
+    """Read what follows ``[DONE]`` (the end of the chunked body, already on its way) and drop it.
+
+    httpx returns a connection to its pool only when the response was read to its end; a stream left at
+    ``[DONE]`` closes it, and the next call opens a new one (with a TLS handshake on a real provider: measured with
+    ``benchmarks/network_jobs.py``, every job of a worker opened its own). A server that keeps the body open
+    longer than :data:`_DRAIN_SECONDS` loses its connection instead, as before.
+    """
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            async for _ in lines:
+                pass
+    except (TimeoutError, httpx.HTTPError):
+        pass
 
 
 def _status_error(response: httpx.Response, body: bytes) -> APIStatusError:
@@ -273,8 +292,9 @@ class OpenAICompatibleLLM:
         async with client.stream("POST", self._url, content=content, headers=headers) as response:
             if response.status_code >= 400:
                 raise _status_error(response, await response.aread())
+            lines = response.aiter_lines()
             try:
-                async for line in response.aiter_lines():
+                async for line in lines:
                     if not line.startswith("data:"):
                         continue
                     payload = line[5:].strip()
@@ -306,6 +326,8 @@ class OpenAICompatibleLLM:
                             slot["args"].append(function.get("arguments") or "")
             except httpx.TransportError as exc:
                 raise MidStreamError(f"{type(exc).__name__}: {exc}") from exc
+            if done:
+                await _read_to_end(lines)
         if not done and finish_reason is None:
             raise MidStreamError("the server closed the stream before [DONE]")
         tool_calls = [

@@ -196,6 +196,45 @@ async def test_parallel_calls_share_one_pooled_client(server: FakeLLMServer) -> 
 
 
 @pytest.mark.parametrize("stream", [False, True])
+async def test_calls_one_after_another_reuse_one_keep_alive_connection(server: FakeLLMServer, stream: bool) -> None:
+    server.default = reply("ok")
+    llm = direct(server)
+    options: dict[str, Any] = {"on_text": lambda text: None} if stream else {}
+    answers = [await llm.complete(request(f"n{i}"), **options) for i in range(3)]
+    assert [a.content for a in answers] == ["ok"] * 3
+    assert server.connection_count == 1  # a streamed body is read to its end after [DONE], so its socket is reused
+    await llm.aclose()
+
+
+async def test_a_body_kept_open_after_done_costs_its_connection_not_the_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("robotlab.llm.direct._DRAIN_SECONDS", 0.05)
+    hold = asyncio.Event()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")  # the request's headers; its body is not needed
+        body = b'data: {"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                     + f"{len(body):x}\r\n".encode() + body + b"\r\n")
+        await writer.drain()
+        await hold.wait()  # the body's last chunk never comes
+        writer.close()
+
+    listener = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = listener.sockets[0].getsockname()[1]
+    llm = OpenAICompatibleLLM(api_base=f"http://127.0.0.1:{port}/v1", api_key="sk-fake")
+    texts: list[str] = []
+    try:
+        response = await asyncio.wait_for(llm.complete(request(), on_text=texts.append), timeout=10)
+    finally:
+        hold.set()
+        await llm.aclose()
+        listener.close()
+    assert (response.content, texts) == ("hi", ["hi"])
+
+
+@pytest.mark.parametrize("stream", [False, True])
 async def test_parity_with_llm_client(server: FakeLLMServer, stream: bool) -> None:
     steps: list[Any] = [reply("Hello there, friend", usage=(120, 4)),
              tool_calls(call("get_weather", id="w1", location="Paris"), call("get_time", id="t1", zone="CET"),
