@@ -45,6 +45,7 @@ from robotlab.runtime import get_loop
 from robotlab_django import swappable
 from robotlab_django.conf import app_settings
 from robotlab_django.registry import registry
+from robotlab_django.runs import step_writer
 from robotlab_django.runs.runnables import build_network, build_robot
 from robotlab_django.streaming.broadcast import get_layer
 
@@ -160,17 +161,22 @@ def _read_steps() -> None:
     swappable.step_model()._default_manager.filter(pk=0).exists()
 
 
+async def _open_step_writer() -> None:
+    await asyncio.wrap_future(step_writer.submit(_read_steps))
+
+
 def _connections() -> dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any, Any]]]]:
     """What a job would connect to first: ``{what: (note when open, note while opening, coroutine function)}``.
 
-    The database connection of the thread robotlab's loop hands checkpoint writes to; the channel layer's on
+    The database connection of the thread robotlab's loop hands checkpoint writes to (the process's step writer,
+    :mod:`~robotlab_django.runs.step_writer`, started here); the channel layer's on
     that loop, where runs publish (channels-redis: a member no group has is dropped; a worker's first job would
     otherwise connect while it streams, about 10 ms of it, ``benchmarks/worker_first_job.py``); the Celery result
     backend's, where a job's result goes (a Redis backend answers a ping).
     """
     opening: dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any, Any]]]] = {
         "database": ("database connection open", "database connection still opening",
-                     lambda: asyncio.to_thread(_read_steps))}
+                     _open_step_writer)}
     layer = get_layer()
     if layer is not None and not isinstance(layer, InMemoryChannelLayer):
         opening["channel layer"] = ("channel layer connected", "channel layer still connecting",

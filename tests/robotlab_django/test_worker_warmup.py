@@ -43,6 +43,8 @@ from robotlab.runtime import get_loop
 from robotlab.llm import AutoLLM
 from robotlab_django.workers import warm_up as worker
 from robotlab_django.registry import registry
+from robotlab_django.runs import step_writer
+from django.db import connection
 
 def broken(**options):
     raise RuntimeError("needs a service that is not there yet")
@@ -51,9 +53,12 @@ registry.register(broken, name="broken-at-start")
 worker.prepare()  # as the main process does before it forks
 done = worker.warm()
 route, client = AutoLLM(api_base=os.environ["ROBOTLAB_TEST_FAKE_API_BASE"], api_key="sk-fake").route({model!r})
+# the thread that stores checkpoints has its connection open already (asked on that thread, after the warm-up)
+steps_open = step_writer.submit(lambda: connection.connection is not None).result(timeout=10)
 print(json.dumps({{"pids": [worker.WARMED["prepare"].pid, done.pid, os.getpid()], "stage": done.stage,
                   "models": sorted({{model for model, _llm in done.models}}), "notes": done.notes,
-                  "pool": route == "direct" and client._clients.get(get_loop()) is not None}}))
+                  "pool": route == "direct" and client._clients.get(get_loop()) is not None,
+                  "steps_open": steps_open}}))
 """
 
 
@@ -70,6 +75,7 @@ def test_warming_builds_the_registered_robots_and_opens_the_direct_clients_pool(
     assert "database connection open" in done["notes"] and "channel layer: InMemoryChannelLayer" in done["notes"]
     assert "price table read" in done["notes"] and any(note.endswith(" tables read") for note in done["notes"])
     assert done["pool"] is True  # the jobs' loop has its pool
+    assert done["steps_open"] is True  # and the step writer, its database connection
     assert server.requests == []  # nothing was sent to the model
 
 
