@@ -143,17 +143,18 @@ def deliver(config_pk: int, state: str) -> str:
         return "gone"
     row = stored.result
     try:
-        push_policy.check_url(stored.url)
+        target = push_policy.pinned(stored.url)  # sent to the address checked, not to the name resolved again
     except push_policy.WebhookURLError as exc:
         logger.warning("robotlab: A2A push config %s of run %s refused: %s", config_pk, row.run_id, exc)
         return "refused"
     body = notification_body(_reached(row, state), state)
-    headers = {"Content-Type": "application/json", push_policy.TOKEN_HEADER: stored.token,
+    headers = {**target.headers, "Content-Type": "application/json", push_policy.TOKEN_HEADER: stored.token,
                push_policy.SIGNATURE_HEADER: push_policy.signature(stored.token, body)}
     if stored.auth_scheme:
         headers["Authorization"] = f"{stored.auth_scheme} {stored.auth_credentials}".strip()
     try:
-        answer = httpx.post(stored.url, content=body, headers=headers, timeout=TIMEOUT, follow_redirects=False)
+        with httpx.Client(timeout=TIMEOUT, follow_redirects=False) as client:
+            answer = client.post(target.url, content=body, headers=headers, extensions=target.extensions)
     except httpx.HTTPError as exc:  # the exception's text may hold the URL: only its kind is told
         raise WebhookDeliveryError(f"config {config_pk}: {type(exc).__name__}") from None
     if not 200 <= answer.status_code < 300:

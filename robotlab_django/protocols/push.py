@@ -5,8 +5,10 @@ scheme, host and port, its path under the prefix's path), and its host must be, 
 only unless ``ROBOTLAB["A2A_PUSH_PRIVATE"]`` is true (a loopback, private, link-local, cloud-metadata... address
 would let a client make this server call a network the client cannot reach). :func:`check_url` applies the rule
 when a client registers a webhook and again before every delivery, so a setting narrowed later, or a name that
-now resolves elsewhere, stops notifications already registered. (A name that resolves to a public address when
-checked and to a private one when the request connects, DNS rebinding, is not caught.)
+now resolves elsewhere, stops notifications already registered. A delivery is sent to the address its host was
+checked at (:func:`pinned`), with the host's name kept for the ``Host`` header and TLS (its SNI and certificate
+check), so a name that resolves to a public address when checked and to a private one when the request connects
+(DNS rebinding) does not reach the private one.
 
 **Signing.** Each notification's body is signed with HMAC-SHA256 keyed by the config's token
 (:func:`signature`), sent as ``X-RobotLab-Signature: sha256=<hex digest>``; the token itself goes in the A2A
@@ -26,9 +28,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from django.db import close_old_connections, connections, transaction
@@ -44,11 +48,11 @@ from robotlab.streaming import (
 )
 from robotlab_django.conf import app_settings
 from robotlab_django.protocols.push_models import PushNotificationConfig
-from robotlab_django.runs.attachments import non_public_address, resolved_addresses
+from robotlab_django.runs.attachments import IPAddress, non_public_address, resolved_addresses
 from robotlab_django.streaming.stored import events_stored
 
-__all__ = ["SIGNATURE_HEADER", "STATE_KINDS", "TASK_NAME", "TOKEN_HEADER", "WebhookURLError", "check_url",
-           "connect_signals", "on_events_stored", "register_deliverer", "schedule", "signature"]
+__all__ = ["SIGNATURE_HEADER", "STATE_KINDS", "TASK_NAME", "TOKEN_HEADER", "Pinned", "WebhookURLError", "check_url",
+           "connect_signals", "on_events_stored", "pinned", "register_deliverer", "schedule", "signature"]
 
 logger = logging.getLogger("robotlab_django")
 
@@ -88,6 +92,54 @@ def check_url(url: str) -> str:
         WebhookURLError: push notifications are off, the URL is malformed, under no allowed prefix, or its host
             is (or resolves to) a non-public address, or does not resolve.
     """
+    _checked_addresses(url)
+    return url
+
+
+class Pinned(NamedTuple):
+    """A request to a checked webhook URL, bound to the address its host was checked at."""
+
+    #: The URL with its host replaced by the checked address (the URL as given when nothing is bound).
+    url: str
+    #: ``Host``: the name and port of the URL as given.
+    headers: dict[str, str]
+    #: httpx's request extensions: ``sni_hostname``, so TLS names (and checks the certificate of) the host.
+    extensions: dict[str, str]
+
+
+def pinned(url: str) -> Pinned:
+    """:func:`check_url`, and the request that goes to the address checked rather than to the name again.
+
+    Resolving the name again when connecting would let it answer with a private address after a public one
+    (DNS rebinding). Nothing is bound when the URL's host is an address already, or when ``A2A_PUSH_PRIVATE``
+    allows every address (then the URL is sent as given).
+
+    Raises:
+        WebhookURLError: as :func:`check_url`.
+    """
+    addresses = _checked_addresses(url)
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if not addresses or _is_address(host):
+        return Pinned(url, {}, {})
+    address = addresses[0]
+    literal = f"[{address}]" if address.version == 6 else str(address)
+    userinfo, _, named = parts.netloc.rpartition("@")
+    netloc = (f"{userinfo}@" if userinfo else "") + literal + (f":{parts.port}" if parts.port else "")
+    extensions = {"sni_hostname": host} if parts.scheme == "https" else {}
+    return Pinned(parts._replace(netloc=netloc).geturl(), {"Host": named}, extensions)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _checked_addresses(url: str) -> list[IPAddress]:
+    """Check ``url`` as :func:`check_url` says; the public addresses its host resolved to (``[]`` if unchecked)."""
     prefixes = [str(prefix) for prefix in app_settings.A2A_PUSH_URLS or ()]
     if not prefixes:
         raise WebhookURLError("Push notifications are off on this server (ROBOTLAB['A2A_PUSH_URLS'] is empty).")
@@ -101,16 +153,17 @@ def check_url(url: str) -> str:
     if not any(_matches(url, prefix) for prefix in prefixes):
         raise WebhookURLError(f"Webhooks on {parts.scheme}://{parts.netloc.rpartition('@')[2]} are not allowed "
                               "here: the URL must start with one of ROBOTLAB['A2A_PUSH_URLS'].")
-    if not app_settings.A2A_PUSH_PRIVATE:
-        addresses = resolved_addresses(host, port)
-        if not addresses:
-            raise WebhookURLError(f"The webhook's host {host} does not resolve.")
-        for address in addresses:
-            reason = non_public_address(address)
-            if reason:
-                raise WebhookURLError(f"The webhook's host {host} is not a public address ({address} is {reason}); "
-                                      "ROBOTLAB['A2A_PUSH_PRIVATE'] allows such hosts.")
-    return url
+    if app_settings.A2A_PUSH_PRIVATE:
+        return []
+    addresses = resolved_addresses(host, port)
+    if not addresses:
+        raise WebhookURLError(f"The webhook's host {host} does not resolve.")
+    for address in addresses:
+        reason = non_public_address(address)
+        if reason:
+            raise WebhookURLError(f"The webhook's host {host} is not a public address ({address} is {reason}); "
+                                  "ROBOTLAB['A2A_PUSH_PRIVATE'] allows such hosts.")
+    return addresses
 
 
 def signature(token: str, body: bytes) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import io
+import ipaddress
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -149,6 +150,47 @@ def test_a_webhook_no_longer_allowed_gets_nothing(token: str, webhook: Webhook, 
     assert webhook.received == []
     settings.ROBOTLAB = {**settings.ROBOTLAB, "A2A_PUSH_PRIVATE": True}
     assert deliver(stored.pk, "TASK_STATE_COMPLETED") == "sent" and webhook.states() == ["TASK_STATE_COMPLETED"]
+
+
+def test_a_checked_url_is_sent_to_the_address_its_host_was_checked_at(settings: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "A2A_PUSH_URLS": ["https://hooks.example:8443/in/", "https://8.8.8.8/"],
+                         "A2A_PUSH_PRIVATE": False}
+    answers = iter([[ipaddress.ip_address("2001:4860:4860::8888")], [ipaddress.ip_address("10.0.0.1")]])
+    monkeypatch.setattr(push, "resolved_addresses", lambda host, port: next(answers))  # DNS: public, then private
+    bound = push.pinned("https://user:pw@hooks.example:8443/in/a?x=1")
+    assert bound.url == "https://user:pw@[2001:4860:4860::8888]:8443/in/a?x=1"
+    assert bound.headers == {"Host": "hooks.example:8443"} and bound.extensions == {"sni_hostname": "hooks.example"}
+    with pytest.raises(push.WebhookURLError, match="10.0.0.1 is private"):  # each delivery checks it again
+        push.pinned("https://hooks.example:8443/in/a")
+    monkeypatch.setattr(push, "resolved_addresses", lambda host, port: [ipaddress.ip_address(host)])
+    assert push.pinned("https://8.8.8.8/a") == ("https://8.8.8.8/a", {}, {})  # an address needs no binding
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "A2A_PUSH_PRIVATE": True}
+    assert push.pinned("https://hooks.example:8443/in/a") == ("https://hooks.example:8443/in/a", {}, {})
+
+
+@pytest.mark.django_db
+def test_a_delivery_connects_to_the_checked_address_not_to_the_name_again(
+        token: str, webhook: Webhook, settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from robotlab_django.a2a.push import deliver
+
+    port = int(webhook.url.split(":")[2].split("/")[0])
+    url = f"http://hooks.rebind.invalid:{port}/hooks/a2a"  # a name no resolver answers: only the checked address
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "A2A_PUSH_URLS": [url]}
+    task = _rpc(token, "SendMessage", _send("hello"))["result"]["task"]
+    _rpc(token, "CreateTaskPushNotificationConfig", {"taskId": task["id"], "id": "c", "url": url})
+    settings.ROBOTLAB = {**settings.ROBOTLAB, "A2A_PUSH_PRIVATE": False}
+    checked: list[str] = []
+
+    def resolve(host: str, port: int | None) -> list[Any]:  # DNS, checked once: the receiver's address
+        checked.append(host)
+        return [ipaddress.ip_address("127.0.0.1")]
+
+    monkeypatch.setattr(push, "resolved_addresses", resolve)
+    monkeypatch.setattr(push, "non_public_address", lambda address: None)  # taken as public for this test
+    assert deliver(PushNotificationConfig.objects.get().pk, "TASK_STATE_COMPLETED") == "sent"
+    assert checked == ["hooks.rebind.invalid"] and webhook.states() == ["TASK_STATE_COMPLETED"]
+    assert webhook.received[0][0]["Host"] == f"hooks.rebind.invalid:{port}"
 
 
 @pytest.mark.django_db
