@@ -222,6 +222,8 @@ def main() -> None:
     parser.add_argument("--counts", default="1,2,4")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/10")
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--db-pool", action="store_true",
+                        help="PostgreSQL through psycopg's pool, as the example project (else a connection a job)")
     parser.add_argument("--llm", choices=("auto", "server", "direct"), default="auto",
                         help="auto: RobotLab's default transport (AutoLLM, what ROBOTLAB['API_BASE'] gives an app); "
                              "server: litellm (LLMClient); direct: one robotlab.OpenAICompatibleLLM per process")
@@ -230,6 +232,8 @@ def main() -> None:
 
     critical = 2 * args.latency  # plan -> branch; the reducer answers without a model call
     results = []
+    if args.db_pool:
+        os.environ["ROBOTLAB_TEST_DB_POOL"] = "1"
     with tempfile.TemporaryDirectory() as tmp, \
             FakeLLMServerProcess(default=reply("Done."), latency=args.latency) as server:
         workdir = Path(tmp)

@@ -3,6 +3,7 @@
 The database is SQLite in memory by default. ``ROBOTLAB_TEST_DB=postgres`` selects the PostgreSQL
 server on 127.0.0.1:5432 (user ``$PGUSER``, else ``postgres``; trust auth), or the URL in
 ``ROBOTLAB_TEST_DATABASE_URL``; pytest-django creates and drops ``test_robotlab_<RUN_ID>`` there.
+``ROBOTLAB_TEST_DB_POOL=1`` gives it psycopg's connection pool, as the example project does (the benchmarks).
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ def _databases() -> dict[str, dict[str, object]]:
     if choice in {"postgres", "postgresql", "pg"}:
         user = os.environ.get("PGUSER", "postgres")
         url = os.environ.get("ROBOTLAB_TEST_DATABASE_URL") or f"postgres://{user}@127.0.0.1:5432/robotlab"
-        return {"default": {**dj_database_url.parse(url), "TEST": {"NAME": f"test_robotlab_{RUN_ID}"}}}
+        database: dict[str, object] = {**dj_database_url.parse(url), "TEST": {"NAME": f"test_robotlab_{RUN_ID}"}}
+        if os.environ.get("ROBOTLAB_TEST_DB_POOL"):  # psycopg's pool, as the example project's settings
+            database.update(OPTIONS={"pool": {"min_size": 2, "max_size": 20}}, CONN_HEALTH_CHECKS=True)
+        return {"default": database}
     if choice != "sqlite":
         raise ValueError(f"ROBOTLAB_TEST_DB must be 'sqlite' or 'postgres', not {choice!r}")
     # ROBOTLAB_TEST_SQLITE_PATH: a file database shared with subprocesses (the Celery worker test)
