@@ -129,11 +129,13 @@ def _reached(row: RobotResult, state: str) -> RobotResult:
     return row
 
 
-def deliver(config_pk: int, state: str) -> str:
+def deliver(config_pk: int, state: str, *, retry: bool = False) -> str:
     """POST the notification of ``state`` to the config ``config_pk``; what happened (``"sent"``, ``"gone"``...).
 
     A deleted config (or task) is ``"gone"``; a URL the settings no longer allow is ``"refused"`` (logged, not
-    retried). The body is made once the row has reached the notified state (:func:`_reached`).
+    retried). The body is made once the row has reached the notified state (:func:`_reached`). A ``retry`` (the
+    webhook missed the first try) of a state the task has left since is ``"superseded"`` and not sent: a retried
+    ``working`` would otherwise reach the webhook after ``completed``, and the newer state has its own notification.
 
     Raises:
         WebhookDeliveryError: the webhook could not be reached or did not answer 2xx.
@@ -142,6 +144,10 @@ def deliver(config_pk: int, state: str) -> str:
     if stored is None:
         return "gone"
     row = stored.result
+    if retry and STATES.get(row.status) != TaskState.Value(state):
+        logger.info("robotlab: A2A push notification %s of run %s to config %s superseded (the task is %s now)",
+                    state, row.run_id, config_pk, TaskState.Name(STATES.get(row.status, 0)))
+        return "superseded"
     try:
         target = push_policy.pinned(stored.url)  # sent to the address checked, not to the name resolved again
     except push_policy.WebhookURLError as exc:

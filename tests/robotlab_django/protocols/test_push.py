@@ -194,6 +194,21 @@ def test_a_delivery_connects_to_the_checked_address_not_to_the_name_again(
 
 
 @pytest.mark.django_db
+def test_a_retry_of_a_state_the_task_has_left_is_not_sent(token: str, webhook: Webhook) -> None:
+    from robotlab_django.a2a.push_task import send_push_notification
+
+    task = _rpc(token, "SendMessage", _send("hello"))["result"]["task"]
+    _rpc(token, "CreateTaskPushNotificationConfig", {"taskId": task["id"], "id": "c", "url": webhook.url})
+    pk = PushNotificationConfig.objects.get().pk
+    # the task completed: a retried "working" would reach the webhook after "completed"
+    assert send_push_notification.apply(args=(pk, "TASK_STATE_WORKING"), retries=1).get() == "superseded"
+    assert webhook.received == []
+    assert send_push_notification.apply(args=(pk, "TASK_STATE_COMPLETED"), retries=1).get() == "sent"
+    assert send_push_notification.apply(args=(pk, "TASK_STATE_WORKING")).get() == "sent"  # a first try is sent
+    assert webhook.states() == ["TASK_STATE_COMPLETED", "TASK_STATE_WORKING"]
+
+
+@pytest.mark.django_db
 def test_a_question_waits_for_its_row_so_the_notification_carries_it(token: str, webhook: Webhook,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The event of a question is stored before the row says ``awaiting``: the notification waits for the row."""
