@@ -162,6 +162,7 @@ def _read_steps() -> None:
 
 
 async def _open_step_writer() -> None:
+    """Start the step writer and open its database connection (it keeps it while steps come)."""
     await asyncio.wrap_future(step_writer.submit(_read_steps))
 
 
@@ -169,10 +170,10 @@ def _connections() -> dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any,
     """What a job would connect to first: ``{what: (note when open, note while opening, coroutine function)}``.
 
     The database connection of the thread robotlab's loop hands checkpoint writes to (the process's step writer,
-    :mod:`~robotlab_django.runs.step_writer`, started here); the channel layer's on
-    that loop, where runs publish (channels-redis: a member no group has is dropped; a worker's first job would
-    otherwise connect while it streams, about 10 ms of it, ``benchmarks/worker_first_job.py``); the Celery result
-    backend's, where a job's result goes (a Redis backend answers a ping).
+    :mod:`~robotlab_django.runs.step_writer`, started here); the channel layer's on that loop, where runs publish
+    (channels-redis: a member no group has is dropped; a worker's first job would otherwise connect while it
+    streams, about 10 ms of it, ``benchmarks/worker_first_job.py``); the Celery result backend's, where a job's
+    result goes (a Redis backend answers a ping).
     """
     opening: dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any, Any]]]] = {
         "database": ("database connection open", "database connection still opening",
