@@ -85,6 +85,7 @@ __all__ = [
     "scope_for",
     "set_result",
     "with_hook_scope",
+    "without_global_hooks",
 ]
 
 #: The hook families, in the order a robot inside a network meets them.
@@ -247,6 +248,22 @@ class HookScope(NamedTuple):
 
 
 _scope: contextvars.ContextVar[HookScope | None] = contextvars.ContextVar("robotlab_hook_scope", default=None)
+_without_global: contextvars.ContextVar[bool] = contextvars.ContextVar("robotlab_without_global_hooks", default=False)
+
+
+@contextlib.contextmanager
+def without_global_hooks() -> Iterator[None]:
+    """Call no handler of the global registry in the block, and in the tasks it starts (:func:`registrations`).
+
+    For a run that is not the application's own, such as a worker's rehearsal at start
+    (:func:`robotlab.llm.warmup.rehearse`): the application's global hooks do not see it. Network, robot and
+    per-run hooks still run.
+    """
+    token = _without_global.set(True)
+    try:
+        yield
+    finally:
+        _without_global.reset(token)
 
 
 @contextlib.contextmanager
@@ -289,8 +306,13 @@ def per_run_entries(hook_name: str, hooks: object) -> list[Registration]:
 def registrations(
     hook_name: str, registries: Sequence[HookRegistry | None], per_run_hooks: object = None
 ) -> list[Registration]:
-    """Every registration for ``hook_name``: each registry's in order, then the per-run handlers."""
-    found = [r for reg in registries if reg is not None for r in reg.registrations_for(hook_name)]
+    """Every registration for ``hook_name``: each registry's in order, then the per-run handlers.
+
+    Inside :func:`without_global_hooks` the global registry's are left out.
+    """
+    skipped = _global_hooks if _without_global.get() else None
+    found = [r for reg in registries if reg is not None and reg is not skipped
+             for r in reg.registrations_for(hook_name)]
     return found + per_run_entries(hook_name, per_run_hooks)
 
 

@@ -24,10 +24,11 @@ the tracer, and what is known only at the end is set only on a span that records
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import sys
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from .llm.types import LLMRequest, LLMResponse
 
 __all__ = ["SCOPE", "ChatSpan", "capture_content", "chat", "error_type", "execute_tool", "invoke_agent",
-           "invoke_workflow", "provider_name", "tool_failed"]
+           "invoke_workflow", "provider_name", "tool_failed", "untraced"]
 
 T = TypeVar("T")
 
@@ -63,6 +64,7 @@ _FAILURES = (Exception, asyncio.CancelledError, KeyboardInterrupt)
 
 #: The ``execute_tool`` span of the tool call in progress (:func:`tool_failed` marks it).
 _tool_span: contextvars.ContextVar[Span | None] = contextvars.ContextVar("robotlab_tool_span", default=None)
+_untraced: contextvars.ContextVar[bool] = contextvars.ContextVar("robotlab_untraced", default=False)
 
 
 def _number(value: object) -> bool:
@@ -174,7 +176,21 @@ def _active() -> _Otel | None:
         if "opentelemetry.trace" not in sys.modules and "opentelemetry.metrics" not in sys.modules:
             return None  # no provider can have been installed
         otel = _otel = _Otel()
-    return otel if otel.provided() else None
+    return otel if otel.provided() and not _untraced.get() else None
+
+
+@contextlib.contextmanager
+def untraced() -> Iterator[None]:
+    """Record no span and no metric for what runs in the block, and in the tasks it starts.
+
+    For a run that is not the application's own, such as a worker's rehearsal at start
+    (:func:`robotlab.llm.warmup.rehearse`). The OpenTelemetry objects are still built, as a traced run builds them.
+    """
+    token = _untraced.set(True)
+    try:
+        yield
+    finally:
+        _untraced.reset(token)
 
 
 async def invoke_agent(robot_name: str, work: Awaitable[T], *, model: str | None = None,

@@ -182,6 +182,17 @@ class OpenAICompatibleLLM:
                                                              verify=default_ssl_context())
         return client
 
+    def use_client(self, client: httpx.AsyncClient) -> None:
+        """Send the running loop's requests through ``client`` (one on ``httpx.MockTransport``); call it on the loop.
+
+        :meth:`aclose` closes it. Call it before the loop's first request: a loop that has a client already raises
+        :class:`~robotlab.errors.ConfigurationError` (its connections would be left open).
+        """
+        loop = asyncio.get_running_loop()
+        if loop in self._clients:
+            raise ConfigurationError(f"{self!r} has a client on this event loop already; call use_client() first")
+        self._clients[loop] = client
+
     def open_pool(self) -> None:
         """Open the connection pool of the running loop now (the first request does otherwise); call it on the loop.
 

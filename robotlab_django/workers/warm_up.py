@@ -14,8 +14,9 @@ which Celery imports at start, imports this module) do it at start:
 * ``worker_process_init``, in each pool process (and the solo pool's one): :func:`robotlab.llm.warmup.warm_up`
   opens the direct clients' connection pools on robotlab's background loop, where the jobs' robots run, the
   thread that loop hands checkpoint writes to opens its database connection, the channel layer (channels-redis)
-  connects on that loop and the Celery result backend answers a ping, after preparing what the main process
-  did not (a pool started with ``spawn``).
+  connects on that loop, the Celery result backend answers a ping, and a robot of the warm-up's own rehearses a
+  streamed run on that loop, answered in memory (:func:`robotlab.llm.warmup.arehearse`: no global hook, span or
+  request), after preparing what the main process did not (a pool started with ``spawn``).
 
 Each logs one ``robotlab worker warm-up`` line (``INFO``) and :data:`WARMED` records it. A step that fails is
 noted and the others run; a warm-up that fails is logged and skipped: it never keeps a worker from taking jobs,
@@ -166,14 +167,16 @@ async def _open_step_writer() -> None:
     await asyncio.wrap_future(step_writer.submit(_read_steps))
 
 
-def _connections() -> dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any, Any]]]]:
-    """What a job would connect to first: ``{what: (note when open, note while opening, coroutine function)}``.
+def _connections(models: list[tuple[str, Any]]) -> dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any, Any]]]]:
+    """What a job would open or run first: ``{what: (note when done, note while going on, coroutine function)}``.
 
     The database connection of the thread robotlab's loop hands checkpoint writes to (the process's step writer,
     :mod:`~robotlab_django.runs.step_writer`, started here); the channel layer's on that loop, where runs publish
     (channels-redis: a member no group has is dropped; a worker's first job would otherwise connect while it
     streams, about 10 ms of it, ``benchmarks/worker_first_job.py``); the Celery result backend's, where a job's
-    result goes (a Redis backend answers a ping).
+    result goes (a Redis backend answers a ping); and a rehearsal of a run on that loop
+    (:func:`robotlab.llm.warmup.arehearse`: a robot of its own on one of ``models``, answered in memory; its
+    notes replace the first one).
     """
     opening: dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any, Any]]]] = {
         "database": ("database connection open", "database connection still opening",
@@ -186,17 +189,18 @@ def _connections() -> dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any,
     if callable(ping):
         opening["result backend"] = ("result backend connected", "result backend still connecting",
                                      lambda: asyncio.to_thread(ping))
+    opening["rehearsal"] = ("nothing to rehearse", "rehearsal still running", lambda: warmup.arehearse(models))
     return opening
 
 
-def _connect() -> list[str]:
+def _connect(models: list[tuple[str, Any]]) -> list[str]:
     """Open :func:`_connections` side by side on robotlab's loop; a note for each.
 
     Waited for :data:`DATABASE_WAIT` seconds in all: past that they go on in the background, so a slow or
     unreachable service never holds a pool process past Celery's ``worker_proc_alive_timeout`` (4 s).
     """
     started = {what: (done, pending, asyncio.run_coroutine_threadsafe(opening(), get_loop()))
-               for what, (done, pending, opening) in _connections().items()}
+               for what, (done, pending, opening) in _connections(models).items()}
     concurrent.futures.wait([future for _done, _pending, future in started.values()], timeout=DATABASE_WAIT)
     notes = []
     for what, (done, pending, future) in started.items():
@@ -206,7 +210,8 @@ def _connect() -> list[str]:
         elif error is not None:
             notes.append(f"{what} skipped ({type(error).__name__}: {error})")
         else:
-            notes.append(done)
+            result = future.result()
+            notes.extend(result if isinstance(result, list) and result else [done])
     return notes
 
 
@@ -216,7 +221,7 @@ def warm() -> WarmUp:
     prepared = WARMED.get("prepare") or prepare(read_tables=False)
     here: list[str] = []
     _step(here, "pools", lambda: warmup.warm_up(prepared.models, timeout=DATABASE_WAIT))
-    _step(here, "connections", _connect)
+    _step(here, "connections", lambda: _connect(prepared.models))
     notes = [*prepared.notes, *(note for note in here if note not in prepared.notes)]
     done = WarmUp(os.getpid(), "warm", prepared.models, notes)
     done.seconds = time.perf_counter() - started

@@ -702,3 +702,15 @@ def test_context_window_comes_from_litellm_and_defaults_when_unknown(monkeypatch
     unknown.run(long_question)
     unknown.run("again")
     assert calls == []
+
+
+def test_without_global_hooks_leaves_out_only_the_global_registry_in_its_block() -> None:
+    hooks.on(tracer("g"))
+    robot = robotlab.build(llm=FakeLLM(["ok", "again"]))
+    robot.on(tracer("r"))
+    with hooks.without_global_hooks():
+        robot.run("x", hooks=tracer("p"))
+    assert [c for c in calls if c.endswith("before")] == ["r.before", "p.before"]
+    calls.clear()
+    robot.run("y")  # after the block, the global registry is called again
+    assert [c for c in calls if c.endswith("before")] == ["g.before", "r.before"]

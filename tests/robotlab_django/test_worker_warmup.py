@@ -76,6 +76,7 @@ def test_warming_builds_the_registered_robots_and_opens_the_direct_clients_pool(
     assert "price table read" in done["notes"] and any(note.endswith(" tables read") for note in done["notes"])
     assert done["pool"] is True  # the jobs' loop has its pool
     assert done["steps_open"] is True  # and the step writer, its database connection
+    assert f"rehearsed a run of {MODEL} ('Ready.')" in done["notes"]  # a robot of its own, answered in memory
     assert server.requests == []  # nothing was sent to the model
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
@@ -193,6 +195,24 @@ async def test_parallel_calls_share_one_pooled_client(server: FakeLLMServer) -> 
     assert len(llm._clients) == 1
     await llm.aclose()
     assert len(llm._clients) == 0
+
+
+async def test_a_client_given_for_the_loop_sends_its_requests_and_is_closed_with_it() -> None:
+    sent: list[str] = []
+
+    def answer(http_request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(http_request.content)["messages"][-1]["content"])
+        return httpx.Response(200, json={"choices": [{"message": {"role": "assistant", "content": "mocked"},
+                                                      "finish_reason": "stop"}], "model": "m"})
+
+    llm = OpenAICompatibleLLM(api_base="http://127.0.0.1:9/v1")
+    client = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    llm.use_client(client)
+    assert (await llm.complete(request("hello"))).content == "mocked" and sent == ["hello"]
+    with pytest.raises(ConfigurationError, match="has a client on this event loop already"):
+        llm.use_client(httpx.AsyncClient())
+    await llm.aclose()
+    assert client.is_closed
 
 
 @pytest.mark.parametrize("stream", [False, True])
