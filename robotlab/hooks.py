@@ -48,45 +48,13 @@ from .hook_contexts import (
     ToolCallHookContext,
 )
 
-__all__ = [
-    "ERROR_FAMILIES",
-    "FAMILIES",
-    "HOOK_NAMES",
-    "POINT_HOOKS",
-    "CompactionHookContext",
-    "DotState",
-    "ExtensionState",
-    "Hook",
-    "HookContext",
-    "HookRegistry",
-    "HookScope",
-    "LearnHookContext",
-    "LlmGenerationHookContext",
-    "NetworkRunHookContext",
-    "Proceed",
-    "Registration",
-    "RunHookContext",
-    "TaskHookContext",
-    "ToolCallHookContext",
-    "around",
-    "call",
-    "call_all",
-    "call_around",
-    "call_registration",
-    "clear_hooks",
-    "current_hook_scope",
-    "error_registrations",
-    "get_hooks",
-    "normalize_hooks",
-    "on",
-    "per_run_entries",
-    "registrations",
-    "run",
-    "scope_for",
-    "set_result",
-    "with_hook_scope",
-    "without_global_hooks",
-]
+__all__ = ["ERROR_FAMILIES", "FAMILIES", "HOOK_NAMES", "POINT_HOOKS", "CompactionHookContext", "DotState",
+           "ExtensionState", "Hook", "HookContext", "HookRegistry", "HookScope", "LearnHookContext",
+           "LlmGenerationHookContext", "NetworkRunHookContext", "Proceed", "Registration",
+           "RunHookContext", "TaskHookContext", "ToolCallHookContext", "around", "call", "call_all",
+           "call_around", "call_registration", "clear_hooks", "current_hook_scope", "error_registrations",
+           "get_hooks", "normalize_hooks", "on", "per_run_entries", "registrations", "run", "scope_for",
+           "set_result", "with_hook_scope", "without_global_hooks"]
 
 #: The hook families, in the order a robot inside a network meets them.
 FAMILIES = ("network_run", "task", "run", "llm_generation", "compaction", "tool_call", "learn")
@@ -256,7 +224,7 @@ def without_global_hooks() -> Iterator[None]:
     """Call no handler of the global registry in the block, and in the tasks it starts (:func:`registrations`).
 
     For a run that is not the application's own, such as a worker's rehearsal at start
-    (:func:`robotlab.llm.warmup.rehearse`): the application's global hooks do not see it. Network, robot and
+    (:func:`robotlab.robot.rehearsal.rehearse`): the application's global hooks do not see it. Network, robot and
     per-run hooks still run.
     """
     token = _without_global.set(True)

@@ -184,7 +184,7 @@ def untraced() -> Iterator[None]:
     """Record no span and no metric for what runs in the block, and in the tasks it starts.
 
     For a run that is not the application's own, such as a worker's rehearsal at start
-    (:func:`robotlab.llm.warmup.rehearse`). The OpenTelemetry objects are still built, as a traced run builds them.
+    (:func:`robotlab.robot.rehearsal.rehearse`). The OpenTelemetry objects are still built, as a traced run builds them.
     """
     token = _untraced.set(True)
     try:

@@ -11,9 +11,8 @@ background loop, and litellm (seconds) when a model goes through it. A process t
   direct client (the ``httpx.AsyncClient`` with its SSL context), which belongs to that process: call it in
   the process that runs the jobs, after any fork;
 * :func:`warm_up` does both;
-* :func:`rehearse` (:func:`arehearse`) runs one robot turn on a direct model, answered in memory: the code a
-  first run executes has run once (imports done, caches filled, bytecode specialized by the interpreter), so the
-  first real run costs about what a later one does;
+* :func:`first_direct` names the first of them that goes to the direct client (the model a worker's
+  rehearsal runs, :mod:`robotlab.robot.rehearsal`);
 * :func:`prepare` is what :func:`robotlab.build` does for a robot whose model goes to the direct client: the
   first such robot of a process pays :func:`preload` (and the process's SSL context) where it is built, so a
   server that builds its robots at start answers its first request without it; a robot that goes elsewhere
@@ -39,7 +38,7 @@ from .quirks import quirks_for
 from .transport import AutoLLM, routed_without_litellm
 from .types import LLM
 
-__all__ = ["arehearse", "open_pools", "prepare", "prepared", "preload", "rehearse", "warm_up", "worth_preparing"]
+__all__ = ["first_direct", "open_pools", "prepare", "prepared", "preload", "warm_up", "worth_preparing"]
 
 logger = logging.getLogger("robotlab")
 _prepared = False
@@ -178,66 +177,6 @@ def warm_up(models: Iterable[tuple[str, LLM]], timeout: float = 30.0) -> list[st
     return notes
 
 
-#: The answer of :func:`rehearse`'s in-memory server: one streamed chunk of text, then the usage and ``[DONE]``.
-_REHEARSAL_ANSWER = (
-    b'data: {"id":"rehearsal","object":"chat.completion.chunk","created":0,"model":"rehearsal","choices":'
-    b'[{"index":0,"delta":{"role":"assistant","content":"Ready."},"finish_reason":null}]}\n\n'
-    b'data: {"id":"rehearsal","object":"chat.completion.chunk","created":0,"model":"rehearsal","choices":'
-    b'[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,'
-    b'"total_tokens":2}}\n\n'
-    b"data: [DONE]\n\n")
-
-
-async def _rehearse(model: str) -> str:
-    """One streamed run of a robot on ``model``, its direct client answered by ``httpx.MockTransport``."""
-    import httpx
-
-    from .. import hooks, telemetry
-    from ..robot import Robot
-    from .direct import OpenAICompatibleLLM
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=_REHEARSAL_ANSWER, headers={"Content-Type": "text/event-stream"})
-
-    # never connected to (the transport answers); a loopback address, which no test's real-request guard refuses
-    llm = OpenAICompatibleLLM(api_base="http://127.0.0.1:9/v1")
-    llm.use_client(httpx.AsyncClient(transport=httpx.MockTransport(answer)))
-    robot = Robot(name="robotlab-rehearsal", model=model, llm=llm, system_prompt="You answer briefly.")
-    seen: list[object] = []
-    try:
-        with hooks.without_global_hooks(), telemetry.untraced():
-            result = await robot.arun("Are you ready?", on_content=seen.append, on_event=seen.append)
-    finally:
-        await llm.aclose()
-    return str(result.reply)
-
-
-async def arehearse(models: Iterable[tuple[str, LLM]]) -> list[str]:
-    """Run one robot turn on the running loop, on the first of ``models`` that goes to the direct client.
-
-    A fresh process runs everything for the first time in its first run, slower than later: what :func:`preload`
-    imports is only part of it (the interpreter specializes code as it runs it, and libraries fill caches on
-    first use). A worker that rehearses at start (:mod:`robotlab_django.workers.warm_up`) takes its first job
-    at about the cost of a later one: ``benchmarks/worker_first_job.py`` measured the first job at 1.77x a
-    later one without the rehearsal and 1.35x with it (2 cores).
-
-    The rehearsal's robot is its own (none of ``models``' robots runs) and so is its direct client: its answer
-    comes from ``httpx.MockTransport``, in memory, and nothing is sent anywhere. It is streamed, as a worker's
-    runs are. No global hook runs for it (:func:`robotlab.hooks.without_global_hooks`) and it records no span or
-    metric (:func:`robotlab.telemetry.untraced`). Run it on the loop the models' runs use, after any fork.
-
-    Returns:
-        What was rehearsed, in words (nothing when none of ``models`` goes to the direct client).
-    """
-    model = next((model for model, llm in models if _route(model, llm)[0] == "direct"), None)
-    if model is None:
-        return []
-    reply = await _rehearse(model)
-    return [f"rehearsed a run of {model} ({reply!r})"]
-
-
-def rehearse(models: Iterable[tuple[str, LLM]], timeout: float = 30.0) -> list[str]:
-    """:func:`arehearse` on robotlab's background loop (where ``robot.run()`` runs), waited for ``timeout`` seconds."""
-    from ..runtime import get_loop
-
-    return asyncio.run_coroutine_threadsafe(arehearse(list(models)), get_loop()).result(timeout)
+def first_direct(models: Iterable[tuple[str, LLM]]) -> str | None:
+    """The first of ``models`` that goes to the direct client, else ``None`` (:mod:`robotlab.robot.rehearsal`)."""
+    return next((model for model, llm in models if _route(model, llm)[0] == "direct"), None)

@@ -16,7 +16,8 @@ holds one concept a module:
   :mod:`~robotlab.robot.run` wraps the hooks, the budgets and the events around
   :mod:`~robotlab.robot.loop` (LLM, tools, LLM), which is handed a :mod:`~robotlab.robot.request`;
   :mod:`~robotlab.robot.compaction` compacts the history before a model call, and
-  :mod:`~robotlab.robot.delegating` runs a robot on another's behalf.
+  :mod:`~robotlab.robot.delegating` runs a robot on another's behalf;
+* :mod:`~robotlab.robot.rehearsal`: a turn of a robot of its own, answered in memory, that a worker runs at start.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ which Celery imports at start, imports this module) do it at start:
   opens the direct clients' connection pools on robotlab's background loop, where the jobs' robots run, the
   thread that loop hands checkpoint writes to opens its database connection, the channel layer (channels-redis)
   connects on that loop, the Celery result backend answers a ping, and a robot of the warm-up's own rehearses a
-  streamed run on that loop, answered in memory (:func:`robotlab.llm.warmup.arehearse`: no global hook, span or
+  streamed run on that loop, answered in memory (:func:`robotlab.robot.rehearsal.arehearse`: no global hook, span or
   request), after preparing what the main process did not (a pool started with ``spawn``).
 
 Each logs one ``robotlab worker warm-up`` line (``INFO``) and :data:`WARMED` records it. A step that fails is
@@ -42,6 +42,7 @@ from django.apps import apps
 from django.db import connections
 
 from robotlab.llm import warmup
+from robotlab.robot import rehearsal
 from robotlab.runtime import get_loop
 from robotlab_django import swappable
 from robotlab_django.conf import app_settings
@@ -175,7 +176,7 @@ def _connections(models: list[tuple[str, Any]]) -> dict[str, tuple[str, str, Cal
     (channels-redis: a member no group has is dropped; a worker's first job would otherwise connect while it
     streams, about 10 ms of it, ``benchmarks/worker_first_job.py``); the Celery result backend's, where a job's
     result goes (a Redis backend answers a ping); and a rehearsal of a run on that loop
-    (:func:`robotlab.llm.warmup.arehearse`: a robot of its own on one of ``models``, answered in memory; its
+    (:func:`robotlab.robot.rehearsal.arehearse`: a robot of its own on one of ``models``, answered in memory; its
     notes replace the first one).
     """
     opening: dict[str, tuple[str, str, Callable[[], Coroutine[Any, Any, Any]]]] = {
@@ -189,7 +190,7 @@ def _connections(models: list[tuple[str, Any]]) -> dict[str, tuple[str, str, Cal
     if callable(ping):
         opening["result backend"] = ("result backend connected", "result backend still connecting",
                                      lambda: asyncio.to_thread(ping))
-    opening["rehearsal"] = ("nothing to rehearse", "rehearsal still running", lambda: warmup.arehearse(models))
+    opening["rehearsal"] = ("nothing to rehearse", "rehearsal still running", lambda: rehearsal.arehearse(models))
     return opening
 
 
