@@ -4,7 +4,7 @@ A fresh process runs everything for the first time in its first run, slower than
 :func:`robotlab.llm.warmup.preload` imports is only part of it (the interpreter specializes code as it runs it, and
 libraries fill caches on first use). A worker that rehearses at start (:mod:`robotlab_django.workers.warm_up`)
 takes its first job at about the cost of a later one: ``benchmarks/worker_first_job.py`` measured the first job
-at 1.77x a later one without the rehearsal and 1.35x with it (2 cores).
+at 1.54x a later one without the rehearsal and 1.40x with it (medians of six runs each, 2 cores).
 
 The rehearsal's robot is its own (none of the application's robots runs) and so is its direct client: its answer
 comes from ``httpx.MockTransport``, in memory, and nothing is sent anywhere. It is streamed, as a worker's runs
