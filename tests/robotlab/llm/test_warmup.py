@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from robotlab.llm import warmup
+from robotlab.llm.direct import OpenAICompatibleLLM
+from robotlab.testing import FakeLLM
 from robotlab.testing.server import FakeLLMServer
 
 CODE = """
@@ -96,3 +99,10 @@ def test_build_prepares_a_direct_models_first_call_and_nothing_for_a_fake(server
     assert facts["transport"] == "direct" and facts["reply"]
     assert facts["shared_ssl"] is True and facts["litellm"] is False
     assert len(server.requests) == 1
+
+
+def test_first_direct_names_the_first_model_that_goes_to_the_direct_client() -> None:
+    direct = OpenAICompatibleLLM(api_base="http://127.0.0.1:9/v1", api_key="sk-fake")
+    models = [("openai/gpt-4o", FakeLLM(["never"])), ("openai/gpt-4o-mini", direct), ("openai/o1", direct)]
+    assert warmup.first_direct(models) == "openai/gpt-4o-mini"
+    assert warmup.first_direct(models[:1]) is None

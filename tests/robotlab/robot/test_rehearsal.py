@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 import robotlab
 from robotlab import hooks
 from robotlab.config import configure, get_config
 from robotlab.hooks import Hook
-from robotlab.llm import warmup
 from robotlab.llm.direct import OpenAICompatibleLLM
 from robotlab.robot import rehearsal
 from robotlab.testing import FakeLLM
 from robotlab.testing.server import FakeLLMServer
 from tests.robotlab.spans import recording
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer(default="Hello") as running:
+        yield running
 
 
 class _Seen(Hook):
@@ -26,12 +34,8 @@ class _Seen(Hook):
         cls.runs.append(str(ctx.robot.name))
 
 
-def test_a_rehearsal_runs_a_robot_of_its_own_in_memory_that_no_global_hook_or_span_sees() -> None:
-    with FakeLLMServer(default="Hello") as server:
-        rehearse_beside_an_own_run(server)
-
-
-def rehearse_beside_an_own_run(server: FakeLLMServer) -> None:
+def test_a_rehearsal_runs_a_robot_of_its_own_in_memory_that_no_global_hook_or_span_sees(
+        server: FakeLLMServer) -> None:
     llm = OpenAICompatibleLLM(api_base=server.base_url, api_key="sk-fake")
     config = get_config()
     saved = config.instrument
@@ -58,9 +62,3 @@ def test_nothing_is_rehearsed_without_a_direct_model() -> None:
     assert rehearsal.rehearse([("openai/gpt-4o-mini", FakeLLM(["never"]))]) == []
     assert rehearsal.rehearse([]) == []
 
-
-def test_the_first_direct_model_is_the_one_rehearsed() -> None:
-    direct = OpenAICompatibleLLM(api_base="http://127.0.0.1:9/v1", api_key="sk-fake")
-    models = [("openai/gpt-4o", FakeLLM(["never"])), ("openai/gpt-4o-mini", direct), ("openai/o1", direct)]
-    assert warmup.first_direct(models) == "openai/gpt-4o-mini"
-    assert warmup.first_direct(models[:1]) is None
